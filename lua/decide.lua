@@ -1,0 +1,61 @@
+-- decide: many rate-limit decisions in one call; the algorithm files are prepended to this one.
+-- KEYS:  one per (decision, policy), in the order of the decisions below.
+-- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
+-- ARGV[2]        P, the number of policy specs that follow
+-- ARGV[3..2+4P]  per spec: algorithm ('tb' | 'fw' | 'sw' | 'sl'), limit, window ms, burst
+-- then per decision: op ('c' consume | 'p' peek), cost, n, and n spec numbers (1-based)
+-- Reply: per decision: allowed (1 | 0), then per policy: remaining, resetMs, retryAfterMs.
+-- A decision passes only if every policy passes, and a denial charges none of them.
+local ALGORITHMS = { tb = token_bucket, fw = fixed_window, sw = sliding_window, sl = sliding_log }
+
+local now, slack
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  slack = 0
+else
+  now = tonumber(ARGV[1])
+  -- A test clock is not Redis' clock: keep keys past the TTLs it computes.
+  slack = 3600000
+end
+
+local specs = {}
+local nspecs = tonumber(ARGV[2])
+for s = 1, nspecs do
+  local b = 2 + (s - 1) * 4
+  specs[s] = { ALGORITHMS[ARGV[b + 1]], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]) }
+end
+
+local reply = {}
+local a = 3 + nspecs * 4
+local k = 1
+while a <= #ARGV do
+  local consume = ARGV[a] == 'c'
+  local cost = tonumber(ARGV[a + 1])
+  local n = tonumber(ARGV[a + 2])
+  local results = {}
+  local allowed = true
+  for i = 1, n do
+    local spec = specs[tonumber(ARGV[a + 2 + i])]
+    -- With one policy, check and charge in one pass; with several, check all before charging any.
+    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, consume and n == 1, slack)
+    results[i] = { remaining, reset, retry }
+    allowed = allowed and ok
+  end
+  if allowed and consume and n > 1 then
+    for i = 1, n do
+      local spec = specs[tonumber(ARGV[a + 2 + i])]
+      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
+      results[i] = { remaining, reset, retry }
+    end
+  end
+  reply[#reply + 1] = allowed and 1 or 0
+  for i = 1, n do
+    reply[#reply + 1] = results[i][1]
+    reply[#reply + 1] = results[i][2]
+    reply[#reply + 1] = results[i][3]
+  end
+  a = a + 3 + n
+  k = k + n
+end
+return reply

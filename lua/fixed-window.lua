@@ -1,0 +1,28 @@
+-- fixed-window: at most `limit` units per window aligned to the server clock (floor(now / window)).
+-- Contract: fixed_window(key, now, limit, window, burst, cost, apply, slack)
+--   key    KEYS entry holding the string "index count" (%.17g); burst is unused
+-- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused), retryAfterMs (0 when ok)
+local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
+  local idx = math.floor(now / window)
+  local count = 0
+  local raw = redis.call('GET', key)
+  if raw then
+    local sp = string.find(raw, ' ', 1, true)
+    local stored = tonumber(string.sub(raw, 1, sp - 1))
+    -- A clock that steps back stays in the stored window rather than opening a fresh one.
+    if stored >= idx then
+      idx = stored
+      count = tonumber(string.sub(raw, sp + 1))
+    end
+  end
+  local ends = math.max(1, math.ceil((idx + 1) * window - now))
+  local ok = count + cost <= limit
+  if ok and apply then
+    count = count + cost
+    redis.call('SET', key, string.format('%.17g %.17g', idx, count), 'PX', ends + slack)
+  end
+  local reset, retry = 0, 0
+  if count > 0 then reset = ends end
+  if not ok then retry = ends end
+  return ok, math.max(0, math.floor(limit - count)), reset, retry
+end

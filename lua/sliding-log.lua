@@ -1,0 +1,44 @@
+-- sliding-log: exact. A sorted set holds one member per admitted unit, scored by its time;
+-- the live units are those scored in (now - window, now].
+-- Contract: sliding_log(key, now, limit, window, burst, cost, apply, slack)
+--   key    KEYS entry of a sorted set; burst is unused; cost is a whole number
+-- Reply: ok, remaining (integer), resetMs (until the newest unit leaves), retryAfterMs (0 when ok)
+local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  newest = newest and tonumber(newest)
+  -- Scores never go back, so names made from (score, live count) below stay unique.
+  if newest and newest > now then now = newest end
+  local floor = string.format('(%.17g', now - window)
+  local count = redis.call('ZCOUNT', key, floor, '+inf')
+  local ok = count + cost <= limit
+  if ok and apply then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    -- Every unit is its own member: "now:n" with n past the live count, which at one `now`
+    -- only grows. (A random suffix, as in the source article, collides and under-counts.)
+    local stamp = string.format('%.17g', now)
+    local i = 1
+    while i <= cost do
+      local args = {}
+      for j = i, math.min(cost, i + 999) do
+        args[#args + 1] = stamp
+        args[#args + 1] = stamp .. ':' .. (count + j)
+      end
+      redis.call('ZADD', key, unpack(args))
+      i = i + 1000
+    end
+    count = count + cost
+    newest = now
+    redis.call('PEXPIRE', key, math.ceil(window) + slack)
+  end
+  local reset, retry = 0, 0
+  if count > 0 then reset = math.max(1, math.ceil(newest + window - now)) end
+  if not ok then
+    if cost > limit then
+      retry = math.max(1, reset)
+    else
+      local nth = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+      retry = math.max(1, math.ceil(tonumber(nth[2]) + window - now))
+    end
+  end
+  return ok, math.max(0, limit - count), reset, retry
+end

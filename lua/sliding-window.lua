@@ -1,0 +1,51 @@
+-- sliding-window: the two-counter approximation. used = previous * overlap + current, where overlap
+-- is the share of the previous window still inside (now - window, now].
+-- Contract: sliding_window(key, now, limit, window, burst, cost, apply, slack)
+--   key    KEYS entry holding the string "index current previous" (%.17g); burst is unused
+-- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing), retryAfterMs (0 when ok)
+local function sliding_window(key, now, limit, window, burst, cost, apply, slack)
+  local idx = math.floor(now / window)
+  local cur, prev = 0, 0
+  local raw = redis.call('GET', key)
+  if raw then
+    local a = string.find(raw, ' ', 1, true)
+    local b = string.find(raw, ' ', a + 1, true)
+    local stored = tonumber(string.sub(raw, 1, a - 1))
+    if stored >= idx then
+      idx = stored
+      cur = tonumber(string.sub(raw, a + 1, b - 1))
+      prev = tonumber(string.sub(raw, b + 1))
+    elseif stored == idx - 1 then
+      prev = tonumber(string.sub(raw, a + 1, b - 1))
+    end
+  end
+  local start = idx * window
+  local weight = (window - math.max(0, now - start)) / window
+  local used = prev * weight + cur
+  local ok = used + cost <= limit
+  if ok and apply then
+    cur = cur + cost
+    used = used + cost
+    redis.call('SET', key, string.format('%.17g %.17g %.17g', idx, cur, prev), 'PX', math.ceil(start + 2 * window - now) + slack)
+  end
+  local reset, retry = 0, 0
+  if cur > 0 then
+    reset = math.ceil(start + 2 * window - now)
+  elseif prev > 0 then
+    reset = math.ceil(start + window - now)
+  end
+  if not ok then
+    local at
+    if cost > limit then
+      at = start + 2 * window
+    elseif cur + cost <= limit then
+      -- still in this window, once the previous window's weight has fallen far enough
+      at = start + window * (1 - (limit - cost - cur) / prev)
+    else
+      -- in the next window, where this window's count becomes the weighted one
+      at = start + window + window * (1 - (limit - cost) / cur)
+    end
+    retry = math.max(1, math.ceil(at - now))
+  end
+  return ok, math.max(0, math.floor(limit - used)), reset, retry
+end

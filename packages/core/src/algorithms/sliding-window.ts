@@ -1,0 +1,46 @@
+import type { AlgorithmStep } from './step.js';
+
+/** Mirrors lua/sliding-window.lua. */
+export interface SlidingWindowState {
+  idx: number;
+  cur: number;
+  prev: number;
+}
+
+export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, cost, apply) => {
+  const { limit, windowMs: window } = p;
+  let idx = Math.floor(now / window);
+  let cur = 0;
+  let prev = 0;
+  if (state) {
+    if (state.idx >= idx) {
+      idx = state.idx;
+      cur = state.cur;
+      prev = state.prev;
+    } else if (state.idx === idx - 1) {
+      prev = state.cur;
+    }
+  }
+  const start = idx * window;
+  const weight = (window - Math.max(0, now - start)) / window;
+  let used = prev * weight + cur;
+  const ok = used + cost <= limit;
+  let next: { state: SlidingWindowState; ttlMs: number } | undefined;
+  if (ok && apply) {
+    cur = cur + cost;
+    used = used + cost;
+    next = { state: { idx, cur, prev }, ttlMs: Math.ceil(start + 2 * window - now) };
+  }
+  let resetMs = 0;
+  if (cur > 0) resetMs = Math.ceil(start + 2 * window - now);
+  else if (prev > 0) resetMs = Math.ceil(start + window - now);
+  let retryAfterMs = 0;
+  if (!ok) {
+    let at: number;
+    if (cost > limit) at = start + 2 * window;
+    else if (cur + cost <= limit) at = start + window * (1 - (limit - cost - cur) / prev);
+    else at = start + window + window * (1 - (limit - cost) / cur);
+    retryAfterMs = Math.max(1, Math.ceil(at - now));
+  }
+  return { ok, remaining: Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, next };
+};

@@ -1,0 +1,17 @@
+import type { Policy } from '../policy.js';
+
+/** What one policy says about one request; the TypeScript twin of a lua/ function's reply. */
+export interface Step<S> {
+  ok: boolean;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+  /** Set when the step charged: the state to store, and for how long it matters. */
+  next?: { state: S; ttlMs: number };
+}
+
+/**
+ * One algorithm over its state. `apply` charges `cost` when it passes. Mirrors lua/ expression by
+ * expression, so that the memory store and Redis decide the same on the same clock.
+ */
+export type AlgorithmStep<S> = (state: S | undefined, now: number, p: Policy, cost: number, apply: boolean) => Step<S>;

@@ -1,0 +1,71 @@
+import type { Policy } from './policy.js';
+import type { StoreReply } from './store.js';
+
+/** Where a decision came from. */
+export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open';
+
+/** One policy's part in a decision. */
+export interface PolicyDecision {
+  name: string;
+  limit: number;
+  windowMs: number;
+  /** Whole units left after this request, >= 0. */
+  remaining: number;
+  /** ms until the policy is fully replenished. */
+  resetMs: number;
+  /** 0 when this policy passed; else ms until the request's cost could pass it. */
+  retryAfterMs: number;
+}
+
+/** The answer to one consume or peek. */
+export interface Decision {
+  /** Whether the request may proceed. */
+  allowed: boolean;
+  /** The binding policy's limit. */
+  limit: number;
+  /** The binding policy's remaining units after this request, integer >= 0. */
+  remaining: number;
+  /** ms until the binding policy is fully replenished. */
+  resetMs: number;
+  /** 0 when allowed; else ms until this cost could pass. */
+  retryAfterMs: number;
+  /** The binding policy's name: on a denial the one that frees last, else the one with least left. */
+  policy: string;
+  policies: PolicyDecision[];
+  source: DecisionSource;
+  /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
+  shadowed?: boolean;
+}
+
+/** Builds the Decision for a store's reply; `scale` turns a shard's counts into the whole key's. */
+export function toDecision(policies: readonly Policy[], reply: StoreReply, source: DecisionSource, scale?: readonly number[]): Decision {
+  const entries: PolicyDecision[] = [];
+  let binding = 0;
+  for (let i = 0; i < policies.length; i++) {
+    const p = policies[i] as Policy;
+    const s = reply.states[i] as StoreReply['states'][number];
+    const k = scale?.[i];
+    const remaining = k === undefined ? s.remaining : Math.min(p.limit, Math.floor(s.remaining * k));
+    entries.push({ name: p.name, limit: p.limit, windowMs: p.windowMs, remaining, resetMs: s.resetMs, retryAfterMs: reply.allowed ? 0 : s.retryAfterMs });
+    const b = entries[binding] as PolicyDecision;
+    if (reply.allowed ? remaining < b.remaining : s.retryAfterMs > b.retryAfterMs) binding = i;
+  }
+  const b = entries[binding] as PolicyDecision;
+  return {
+    allowed: reply.allowed,
+    limit: b.limit,
+    remaining: b.remaining,
+    resetMs: b.resetMs,
+    retryAfterMs: b.retryAfterMs,
+    policy: b.name,
+    policies: entries,
+    source,
+  };
+}
+
+/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known. */
+export function failOpenDecision(policies: readonly Policy[]): Decision {
+  const entries = policies.map((p) => ({ name: p.name, limit: p.limit, windowMs: p.windowMs, remaining: p.limit, resetMs: 0, retryAfterMs: 0 }));
+  const b = entries[0] as PolicyDecision;
+  return { allowed: true, limit: b.limit, remaining: b.remaining, resetMs: 0, retryAfterMs: 0, policy: b.name, policies: entries, source: 'fail-open' };
+}

@@ -1,0 +1,51 @@
+import type { Decision } from './decision.js';
+
+interface Denial {
+  /** performance.now() when the denied store call was sent: the store decided no earlier. */
+  sentAt: number;
+  cost: number;
+  decision: Decision;
+}
+
+/**
+ * Remembers store denials so this process can answer them without asking the store again. An entry
+ * answers only a cost at least the denied one, and only until the denial's retry-after has run from
+ * the moment the call was sent, less the 1 ms that rounding up may have added: never longer than the
+ * store would keep denying. Bounded: past `maxKeys` the oldest entry goes.
+ */
+export class DenyCache {
+  private readonly entries = new Map<string, Denial>();
+  constructor(private readonly maxKeys: number) {}
+
+  get(tag: string, cost: number, now: number): Decision | undefined {
+    const denial = this.entries.get(tag);
+    if (denial === undefined || cost < denial.cost) return undefined;
+    const { sentAt, decision } = denial;
+    const left = sentAt + decision.retryAfterMs - 1 - now;
+    if (left <= 0) {
+      this.entries.delete(tag);
+      return undefined;
+    }
+    const elapsed = now - sentAt;
+    return {
+      ...decision,
+      retryAfterMs: Math.ceil(left) + 1,
+      resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
+      source: 'deny-cache',
+    };
+  }
+
+  set(tag: string, cost: number, decision: Decision, sentAt: number): void {
+    this.entries.delete(tag);
+    this.entries.set(tag, { sentAt, cost, decision });
+    if (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  delete(tag: string): void {
+    this.entries.delete(tag);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,30 @@
+import { badOption } from './errors.js';
+
+/** A duration: milliseconds, or a string like '500ms', '1s', '15m', '1h', '1d'. */
+export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)?(ms|s|m|h|d)$/;
+
+/**
+ * Parses a duration to milliseconds; throws naming `option` when it is not a positive finite duration.
+ * A bare unit means one of it: parseDuration('m') === 60000.
+ * @example parseDuration('15m') // 900000
+ */
+export function parseDuration(input: unknown, option = 'duration'): number {
+  let ms: number | undefined;
+  if (typeof input === 'number') ms = input;
+  else if (typeof input === 'string') {
+    const m = DURATION.exec(input.trim());
+    if (m) ms = (m[1] === undefined ? 1 : Number(m[1])) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  }
+  if (ms === undefined || !Number.isFinite(ms) || ms <= 0) {
+    badOption(option, "a positive number of ms or a string like '500ms', '1s', '15m', '1h', '1d'", input);
+  }
+  return ms;
+}
+
+/** Formats ms the way policy names show them: whole seconds as '60s', anything else as '500ms'. */
+export function formatDuration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}

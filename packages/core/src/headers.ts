@@ -1,0 +1,55 @@
+import type { Decision, PolicyDecision } from './decision.js';
+import { badOption } from './errors.js';
+
+/** Which rate-limit headers to send. 'draft': IETF RateLimit-Policy and RateLimit; 'legacy': X-RateLimit-*. */
+export type HeadersMode = 'draft' | 'legacy' | 'both' | false;
+
+export const HEADERS_MODES: readonly HeadersMode[] = ['draft', 'legacy', 'both', false];
+
+/** Validates a `headers` option; undefined means the default 'draft'. */
+export function parseHeadersMode(value: unknown, option = 'headers'): HeadersMode {
+  if (value === undefined) return 'draft';
+  if (!HEADERS_MODES.includes(value as HeadersMode)) badOption(option, "'draft', 'legacy', 'both' or false", value);
+  return value as HeadersMode;
+}
+
+const seconds = (ms: number) => Math.ceil(ms / 1000);
+
+/** Whole seconds a client should wait; on a denial, at least 1. */
+export function retryAfterSeconds(decision: Decision): number {
+  return Math.max(1, seconds(decision.retryAfterMs));
+}
+
+function member(p: PolicyDecision): string {
+  const t = p.retryAfterMs > 0 ? Math.max(1, seconds(p.retryAfterMs)) : seconds(p.resetMs);
+  return `"${p.name}";r=${p.remaining};t=${t}`;
+}
+
+/**
+ * The response headers for a decision, computed once here for every adapter. A denial always carries
+ * Retry-After (whole seconds, rounded up, at least 1), whatever the mode. A fail-open decision knows
+ * no count, so it carries the policy but no remaining or reset. Default mode 'draft'
+ * (draft-ietf-httpapi-ratelimit-headers-10).
+ * @example rateLimitHeaders(decision) // { 'RateLimit-Policy': '"100-per-60s";q=100;w=60', RateLimit: '"100-per-60s";r=42;t=18' }
+ */
+export function rateLimitHeaders(decision: Decision, options: { headers?: HeadersMode } = {}): Record<string, string> {
+  const mode = options.headers ?? 'draft';
+  const out: Record<string, string> = {};
+  if (!decision.allowed) out['Retry-After'] = String(retryAfterSeconds(decision));
+  const known = decision.source !== 'fail-open';
+  if (mode === 'draft' || mode === 'both') {
+    out['RateLimit-Policy'] = decision.policies
+      .map((p) => `"${p.name}";q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`)
+      .join(', ');
+    if (known) out.RateLimit = decision.policies.map(member).join(', ');
+  }
+  if (mode === 'legacy' || mode === 'both') {
+    out['X-RateLimit-Limit'] = String(decision.limit);
+    if (known) {
+      out['X-RateLimit-Remaining'] = String(decision.remaining);
+      const wait = decision.allowed ? decision.resetMs : decision.retryAfterMs;
+      out['X-RateLimit-Reset'] = String(seconds(Date.now() + wait));
+    }
+  }
+  return out;
+}

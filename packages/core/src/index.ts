@@ -1,0 +1,15 @@
+export type { Decision, DecisionSource, PolicyDecision } from './decision.js';
+export type { Duration } from './duration.js';
+export { parseDuration } from './duration.js';
+export { SluiceError } from './errors.js';
+export type { HeadersMode } from './headers.js';
+export { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
+export type { FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
+export { createLimiter } from './limiter.js';
+export type { MemoryStoreOptions } from './memory-store.js';
+export { memoryStore } from './memory-store.js';
+export type { Algorithm, Policy, PolicyInput } from './policy.js';
+export { parsePolicies, parsePolicy } from './policy.js';
+export type { RedisStoreOptions } from './redis-store.js';
+export { redisStore } from './redis-store.js';
+export type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';

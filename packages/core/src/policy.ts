@@ -1,0 +1,93 @@
+import { type Duration, formatDuration, parseDuration } from './duration.js';
+import { badOption } from './errors.js';
+
+/** The algorithms a policy can use. */
+export type Algorithm = 'token-bucket' | 'sliding-window' | 'sliding-log' | 'fixed-window';
+
+/** A policy: '100/1m', '10/s', '5/15m' (a bare unit means 1 of it), or an object. */
+export type PolicyInput =
+  | `${number}/${string}`
+  | {
+      /** Positive integer: cost units per window. */
+      limit: number;
+      /** The window, > 0. */
+      window: Duration;
+      /** Default 'token-bucket'. */
+      algorithm?: Algorithm;
+      /** Token-bucket capacity, >= 1. Default: limit. */
+      burst?: number;
+      /** Shown in RateLimit-Policy. Default derived from limit and window, e.g. '100-per-60s'. */
+      name?: string;
+    };
+
+/** A validated policy, as stores see it. */
+export interface Policy {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly algorithm: Algorithm;
+  readonly burst: number;
+  /** Identifies the policy's counters in a store: two policies with the same id share them. */
+  readonly id: string;
+}
+
+/** The short codes the Lua scripts dispatch on. */
+export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = {
+  'token-bucket': 'tb',
+  'fixed-window': 'fw',
+  'sliding-window': 'sw',
+  'sliding-log': 'sl',
+};
+
+const POLICY_STRING = /^\s*(\d+)\s*\/\s*(\S+)\s*$/;
+const NAME = /^[!#-[\]-~]{1,64}$/; // printable ASCII without '"' and '\', so it fits an sf-string as is
+
+/**
+ * Validates and normalizes one policy; throws naming `option` and the field at fault.
+ * @example parsePolicy('100/1m') // { name: '100-per-60s', limit: 100, windowMs: 60000, algorithm: 'token-bucket', burst: 100, ... }
+ */
+export function parsePolicy(input: unknown, option = 'policy'): Policy {
+  let raw: { limit?: unknown; window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown };
+  if (typeof input === 'string') {
+    const m = POLICY_STRING.exec(input);
+    if (!m) badOption(option, "a string like '100/1m' or an object { limit, window }", input);
+    raw = { limit: Number(m[1]), window: m[2] };
+  } else if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    raw = input;
+  } else {
+    return badOption(option, "a string like '100/1m' or an object { limit, window }", input);
+  }
+  const limit = raw.limit;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    badOption(`${option}.limit`, 'a positive integer', limit);
+  }
+  const windowMs = parseDuration(raw.window, `${option}.window`);
+  const algorithm = raw.algorithm ?? 'token-bucket';
+  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
+    badOption(`${option}.algorithm`, `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`, algorithm);
+  }
+  const burst = raw.burst ?? limit;
+  if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 1) {
+    badOption(`${option}.burst`, 'a number >= 1', burst);
+  }
+  if (raw.burst !== undefined && algorithm !== 'token-bucket') {
+    badOption(`${option}.burst`, "used only with algorithm 'token-bucket'", raw.burst);
+  }
+  const name = raw.name ?? `${limit}-per-${formatDuration(windowMs)}`;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    badOption(`${option}.name`, 'printable ASCII without quotes or backslashes, 1 to 64 characters', name);
+  }
+  const code = ALGORITHM_CODES[algorithm as Algorithm];
+  const id = `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}`;
+  return { name, limit, windowMs, algorithm: algorithm as Algorithm, burst, id };
+}
+
+/** Validates one policy or a non-empty list of them. */
+export function parsePolicies(input: unknown, option = 'policy'): Policy[] {
+  if (!Array.isArray(input)) return [parsePolicy(input, option)];
+  if (input.length === 0) badOption(option, 'a policy or a non-empty array of policies', input);
+  const policies = input.map((p, i) => parsePolicy(p, `${option}[${i}]`));
+  const ids = new Set(policies.map((p) => p.id));
+  if (ids.size !== policies.length) badOption(option, 'policies that differ from each other', input);
+  return policies;
+}

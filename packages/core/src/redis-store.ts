@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster, Redis } from 'ioredis';
+import { badOption } from './errors.js';
+import { DECIDE_SCRIPT } from './lua.generated.js';
+import { ALGORITHM_CODES, type Policy } from './policy.js';
+import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
+
+/** Options of redisStore(). */
+export interface RedisStoreOptions {
+  /** An ioredis client, standalone or Cluster. The store never closes it. */
+  client: Redis | Cluster;
+  /** Most decisions carried by one script call. Default 512. */
+  maxBatch?: number;
+  /** Test hook: a ms clock passed to the scripts instead of the server's TIME. Never set it in production. */
+  clock?: () => number;
+}
+
+interface Pending {
+  request: StoreRequest;
+  resolve: (reply: StoreReply) => void;
+  reject: (error: unknown) => void;
+}
+
+const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+
+/**
+ * The Redis store: every decision is the one script of lua/, run atomically on the server's clock.
+ * Decisions asked for in one event-loop turn travel together, many to a script call (one call per
+ * slot on a Cluster), so throughput is bounded by Redis rather than by round trips.
+ * @example createLimiter({ policy: '100/1m', store: redisStore({ client: new Redis() }) })
+ */
+export function redisStore(options: RedisStoreOptions): Store {
+  const { client, clock } = options;
+  if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
+    badOption('client', 'an ioredis Redis or Cluster instance', client);
+  }
+  const maxBatch = options.maxBatch ?? 512;
+  if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
+  const cluster = (client as Cluster).isCluster === true;
+  let queue: Pending[] = [];
+
+  function flush(): void {
+    const batch = queue;
+    queue = [];
+    if (!cluster) {
+      for (let i = 0; i < batch.length; i += maxBatch) send(batch.slice(i, i + maxBatch));
+      return;
+    }
+    // A script's keys must share one slot; a request's keys already do (one hash tag).
+    const bySlot = new Map<number, Pending[]>();
+    for (const p of batch) {
+      const slot = calculateSlot(p.request.keys[0] as string);
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [p]);
+      else if (group.push(p) >= maxBatch) {
+        bySlot.delete(slot);
+        send(group);
+      }
+    }
+    for (const group of bySlot.values()) send(group);
+  }
+
+  function send(batch: Pending[]): void {
+    const specs = new Map<Policy, number>();
+    const specArgs: string[] = [];
+    const keys: string[] = [];
+    const ops: string[] = [];
+    for (const { request } of batch) {
+      ops.push(request.peek ? 'p' : 'c', String(request.peek ? 1 : request.cost), String(request.policies.length));
+      request.policies.forEach((policy, i) => {
+        let spec = specs.get(policy);
+        if (spec === undefined) {
+          spec = specs.size + 1;
+          specs.set(policy, spec);
+          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), String(policy.burst));
+        }
+        ops.push(String(spec));
+        keys.push(request.keys[i] as string);
+      });
+    }
+    const args = [...keys, clock ? String(clock()) : '', String(specs.size), ...specArgs, ...ops];
+    client.evalsha(SHA, keys.length, ...args).then(
+      (reply) => settle(batch, reply as number[]),
+      (error: unknown) => {
+        // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
+        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) return fail(batch, error);
+        client.eval(DECIDE_SCRIPT, keys.length, ...args).then(
+          (reply) => settle(batch, reply as number[]),
+          (retryError: unknown) => fail(batch, retryError),
+        );
+      },
+    );
+  }
+
+  return {
+    local: false,
+    decide(request) {
+      return new Promise<StoreReply>((resolve, reject) => {
+        if (queue.push({ request, resolve, reject }) === 1) setImmediate(flush);
+      });
+    },
+    async reset(keys) {
+      if (keys.length > 0) await client.del(...keys);
+    },
+    async close() {
+      if (queue.length > 0) flush();
+    },
+  };
+}
+
+/** The one parser of the script's reply: per decision, allowed, then remaining, resetMs, retryAfterMs per policy. */
+function settle(batch: Pending[], reply: number[]): void {
+  let at = 0;
+  for (const { request, resolve } of batch) {
+    const allowed = reply[at++] === 1;
+    const states: PolicyState[] = [];
+    for (let i = 0; i < request.policies.length; i++) {
+      states.push({ remaining: reply[at++] as number, resetMs: reply[at++] as number, retryAfterMs: reply[at++] as number });
+    }
+    resolve({ allowed, states });
+  }
+}
+
+function fail(batch: Pending[], error: unknown): void {
+  for (const { reject } of batch) reject(error);
+}

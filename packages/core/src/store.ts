@@ -1,0 +1,40 @@
+import type { Policy } from './policy.js';
+
+/** What one policy says after a store decided a request. */
+export interface PolicyState {
+  /** Whole units left after this request, >= 0. */
+  remaining: number;
+  /** ms until the policy is fully replenished. */
+  resetMs: number;
+  /** 0 when this policy passes; else ms until the cost could pass it. */
+  retryAfterMs: number;
+}
+
+/** One decision for a store: `keys[i]` holds the counters of `policies[i]`. */
+export interface StoreRequest {
+  keys: readonly string[];
+  policies: readonly Policy[];
+  cost: number;
+  /** Read without charging (the cost is then 1). */
+  peek: boolean;
+}
+
+export interface StoreReply {
+  /** True when every policy passed; then all were charged (unless peek), else none. */
+  allowed: boolean;
+  states: PolicyState[];
+}
+
+/**
+ * Where counters live. `decide` must be atomic over all keys of one request.
+ * A store may reject (a failure); the limiter turns that into a decision by its fail mode.
+ */
+export interface Store {
+  /** True for an in-process store: no timeouts, breaker or deny cache are needed in front of it. */
+  readonly local: boolean;
+  decide(request: StoreRequest): Promise<StoreReply>;
+  /** Deletes the counters under `keys`. */
+  reset(keys: readonly string[]): Promise<void>;
+  /** Releases what the store holds. It never closes a client it was given. */
+  close(): Promise<void>;
+}
