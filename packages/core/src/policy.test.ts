@@ -1,0 +1,22 @@
+import { parsePolicy } from './policy.js';
+
+describe('parsePolicy', () => {
+  it('parses strings with a default name', () => {
+    expect(parsePolicy('100/1m')).toMatchObject({ name: '100-per-60s', limit: 100, windowMs: 60_000, algorithm: 'token-bucket', burst: 100 });
+    expect(parsePolicy('10/s')).toMatchObject({ limit: 10, windowMs: 1000 });
+    expect(parsePolicy('5/15m')).toMatchObject({ limit: 5, windowMs: 900_000 });
+    expect(parsePolicy({ limit: 3, window: '500ms' }).name).toBe('3-per-500ms');
+  });
+  it.each([
+    [{ limit: -1, window: '1s' }, 'policy.limit must be a positive integer, got -1'],
+    [{ limit: 1.5, window: '1s' }, 'policy.limit must be a positive integer, got 1.5'],
+    [{ limit: 1, window: 0 }, 'policy.window must be'],
+    [{ limit: 1, window: -5 }, 'policy.window must be'],
+    [{ limit: 1, window: '3 fortnights' }, 'policy.window must be'],
+    [{ limit: 1, window: '1s', algorithm: 'leaky' }, 'policy.algorithm must be one of'],
+    [{ limit: 1, window: '1s', burst: 0.5 }, 'policy.burst must be a number >= 1, got 0.5'],
+    ['100 per minute', "policy must be a string like '100/1m'"],
+  ])('rejects %j', (input, message) => {
+    expect(() => parsePolicy(input)).toThrow(message);
+  });
+});
