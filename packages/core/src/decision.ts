@@ -46,7 +46,14 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     const s = reply.states[i] as StoreReply['states'][number];
     const k = scale?.[i];
     const remaining = k === undefined ? s.remaining : Math.min(p.limit, Math.floor(s.remaining * k));
-    entries.push({ name: p.name, limit: p.limit, windowMs: p.windowMs, remaining, resetMs: s.resetMs, retryAfterMs: reply.allowed ? 0 : s.retryAfterMs });
+    entries.push({
+      name: p.name,
+      limit: p.limit,
+      windowMs: p.windowMs,
+      remaining,
+      resetMs: s.resetMs,
+      retryAfterMs: reply.allowed ? 0 : s.retryAfterMs,
+    });
     const b = entries[binding] as PolicyDecision;
     if (reply.allowed ? remaining < b.remaining : s.retryAfterMs > b.retryAfterMs) binding = i;
   }
@@ -65,7 +72,23 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
 
 /** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known. */
 export function failOpenDecision(policies: readonly Policy[]): Decision {
-  const entries = policies.map((p) => ({ name: p.name, limit: p.limit, windowMs: p.windowMs, remaining: p.limit, resetMs: 0, retryAfterMs: 0 }));
+  const entries = policies.map((p) => ({
+    name: p.name,
+    limit: p.limit,
+    windowMs: p.windowMs,
+    remaining: p.limit,
+    resetMs: 0,
+    retryAfterMs: 0,
+  }));
   const b = entries[0] as PolicyDecision;
-  return { allowed: true, limit: b.limit, remaining: b.remaining, resetMs: 0, retryAfterMs: 0, policy: b.name, policies: entries, source: 'fail-open' };
+  return {
+    allowed: true,
+    limit: b.limit,
+    remaining: b.remaining,
+    resetMs: 0,
+    retryAfterMs: 0,
+    policy: b.name,
+    policies: entries,
+    source: 'fail-open',
+  };
 }

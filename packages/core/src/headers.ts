@@ -38,9 +38,7 @@ export function rateLimitHeaders(decision: Decision, options: { headers?: Header
   if (!decision.allowed) out['Retry-After'] = String(retryAfterSeconds(decision));
   const known = decision.source !== 'fail-open';
   if (mode === 'draft' || mode === 'both') {
-    out['RateLimit-Policy'] = decision.policies
-      .map((p) => `"${p.name}";q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`)
-      .join(', ');
+    out['RateLimit-Policy'] = decision.policies.map((p) => `"${p.name}";q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`).join(', ');
     if (known) out.RateLimit = decision.policies.map(member).join(', ');
   }
   if (mode === 'legacy' || mode === 'both') {

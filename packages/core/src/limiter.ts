@@ -3,7 +3,7 @@ import { type Breaker, createBreaker } from './breaker.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { type Duration, parseDuration } from './duration.js';
-import { SluiceError, badOption } from './errors.js';
+import { badOption, SluiceError } from './errors.js';
 import { keyTag, storeKey } from './keys.js';
 import { memoryStore } from './memory-store.js';
 import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
@@ -142,7 +142,21 @@ function resolveOptions(options: LimiterOptions) {
     badOption('store', 'a Store, such as memoryStore() or redisStore({ client })', store);
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') badOption('onEvent', 'a function', options.onEvent);
-  return { policies, store, prefix, failMode, fallback, timeout, shards, denyCacheKeys, prefilter, shadow, breakerFailures, breakerCooldown, onEvent: options.onEvent };
+  return {
+    policies,
+    store,
+    prefix,
+    failMode,
+    fallback,
+    timeout,
+    shards,
+    denyCacheKeys,
+    prefilter,
+    shadow,
+    breakerFailures,
+    breakerCooldown,
+    onEvent: options.onEvent,
+  };
 }
 
 /** Each shard's share of a policy: shares of limit and burst sum to the whole, so shards never over-admit. */
@@ -169,7 +183,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { policies, prefix, shards, onEvent } = o;
   const store = o.store ?? memoryStore();
   const guarded = !store.local;
-  const shardPolicies = Array.from({ length: shards }, (_, s) => (shards === 1 ? policies : policies.map((p) => sharePolicy(p, s, shards))));
+  const shardPolicies = Array.from({ length: shards }, (_, s) =>
+    shards === 1 ? policies : policies.map((p) => sharePolicy(p, s, shards)),
+  );
   const scales = shardPolicies.map((ps) => (shards === 1 ? undefined : ps.map((p, i) => (policies[i] as Policy).limit / p.limit)));
   const denyCache = guarded && o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : undefined;
   const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore() : undefined;

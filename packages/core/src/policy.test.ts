@@ -2,7 +2,13 @@ import { parsePolicy } from './policy.js';
 
 describe('parsePolicy', () => {
   it('parses strings with a default name', () => {
-    expect(parsePolicy('100/1m')).toMatchObject({ name: '100-per-60s', limit: 100, windowMs: 60_000, algorithm: 'token-bucket', burst: 100 });
+    expect(parsePolicy('100/1m')).toMatchObject({
+      name: '100-per-60s',
+      limit: 100,
+      windowMs: 60_000,
+      algorithm: 'token-bucket',
+      burst: 100,
+    });
     expect(parsePolicy('10/s')).toMatchObject({ limit: 10, windowMs: 1000 });
     expect(parsePolicy('5/15m')).toMatchObject({ limit: 5, windowMs: 900_000 });
     expect(parsePolicy({ limit: 3, window: '500ms' }).name).toBe('3-per-500ms');
