@@ -51,6 +51,8 @@ export interface LimiterOptions {
   breaker?: false | { failures?: number; cooldown?: Duration };
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. */
   onEvent?: (event: LimiterEvent) => void;
+  /** Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback). Default performance.now. */
+  clock?: () => number;
 }
 
 /** A rate limiter. */
@@ -89,6 +91,7 @@ const OPTION_NAMES = new Set([
   'shadow',
   'breaker',
   'onEvent',
+  'clock',
 ]);
 const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) or spaces
 
@@ -142,6 +145,8 @@ function resolveOptions(options: LimiterOptions) {
     badOption('store', 'a Store, such as memoryStore() or redisStore({ client })', store);
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') badOption('onEvent', 'a function', options.onEvent);
+  const clock = options.clock ?? (() => performance.now());
+  if (typeof clock !== 'function') badOption('clock', 'a function', clock);
   return {
     policies,
     store,
@@ -188,7 +193,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
   const scales = shardPolicies.map((ps) => (shards === 1 ? undefined : ps.map((p, i) => (policies[i] as Policy).limit / p.limit)));
   const denyCache = guarded && o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : undefined;
-  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore() : undefined;
+  const clock = o.clock;
+  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore({ clock }) : undefined;
   const prefilter = o.prefilter ? [o.prefilter] : undefined;
 
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
@@ -239,7 +245,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   async function fromStore(key: string, tag: string, shard: number, cost: number, peek: boolean): Promise<Decision> {
     const t = shardTag(tag, shard);
-    const now = performance.now();
+    const now = clock();
     if (denyCache && !peek) {
       const cached = denyCache.get(t, cost, now);
       if (cached) return cached;
@@ -251,12 +257,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       reply = await call({ keys: keysOf(t, ps), policies: ps, cost, peek });
     } catch (e) {
       const error = e instanceof Error ? e : new Error(String(e));
-      const end = performance.now();
+      const end = clock();
       breaker?.failure(end, error);
       emit({ type: 'store-error', key, error, latencyMs: end - now });
       return withoutStore(key, tag, cost, peek);
     }
-    breaker?.success(performance.now());
+    breaker?.success(clock());
     const decision = toDecision(policies, reply, 'store', scales[shard]);
     if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now);
     return decision;

@@ -1,0 +1,141 @@
+// Core benchmark on one redis-server this script starts: Redis memory per key, Redis CPU per decision,
+// and decisions per second from one process at 1, 64 and 512 calls in flight over 10,000 keys, for each
+// sluice algorithm beside rate-limiter-flexible and rate-limit-redis, and redis-benchmark running a
+// one-decision script pipelined. Rounds are interleaved; figures are min/median/max over rounds.
+// Usage: pnpm bench:core [-- --seconds 2 --rounds 3]
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createLimiter, redisStore } from '@sluice/core';
+import { RedisStore } from 'rate-limit-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { startRedis } from './redis-server.mjs';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const SECONDS = arg('seconds', 2);
+const ROUNDS = arg('rounds', 3);
+const KEYS = 10_000;
+const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
+
+const redis = await startRedis();
+const { client } = redis;
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
+};
+
+function contenders() {
+  const list = ALGORITHMS.map((algorithm) => {
+    const limiter = createLimiter({ policy: { limit: 1_000_000, window: '1h', algorithm }, store: redisStore({ client }), prefix: `b-${algorithm}` });
+    return { name: `sluice ${algorithm}`, command: 'evalsha', run: (key) => limiter.consume(key) };
+  });
+  const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
+  list.push({ name: 'rate-limiter-flexible', command: 'evalsha', run: (key) => rlf.consume(key).catch(() => {}) });
+  const rlr = new RedisStore({ sendCommand: (...args) => client.call(...args), prefix: 'rlr:' });
+  rlr.init({ windowMs: 3_600_000 });
+  list.push({ name: 'rate-limit-redis', command: 'evalsha', run: (key) => rlr.increment(key) });
+  return list;
+}
+
+async function throughput(run, inflight) {
+  let done = 0;
+  let i = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const worker = async () => {
+    while (performance.now() < end) {
+      await run(`k${i++ % KEYS}`);
+      done++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: inflight }, worker));
+  return done / ((performance.now() - start) / 1000);
+}
+
+async function commandStats() {
+  const info = await client.info('commandstats');
+  const out = {};
+  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  return out;
+}
+
+const list = contenders();
+// Warm up, load scripts, and fill 10,000 keys each.
+for (const c of list) for (let k = 0; k < KEYS; k += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => c.run(`k${k + j}`)));
+
+// Redis memory per key, averaged over 200 keys, with a limit low enough that keys do not expire at once
+// (a token bucket's key lives only until the bucket is full again).
+const memory = {};
+const fill = async (prefix, consume) => {
+  await Promise.all(Array.from({ length: 200 }, (_, i) => consume(`user-${i}`)));
+  const keys = (await client.keys(`${prefix}*`)).slice(0, 200);
+  const sizes = await Promise.all(keys.map((k) => client.memory('USAGE', k)));
+  memory[prefix] = Math.round(sizes.reduce((a, b) => a + b, 0) / sizes.length);
+};
+for (const algorithm of ALGORITHMS) {
+  const limiter = createLimiter({ policy: { limit: 100, window: '1h', algorithm }, store: redisStore({ client }), prefix: `m-${algorithm}` });
+  await fill(`m-${algorithm}`, (key) => limiter.consume(key));
+}
+const rlfMemory = new RateLimiterRedis({ storeClient: client, points: 100, duration: 3600, keyPrefix: 'm-rlf' });
+await fill('m-rlf', (key) => rlfMemory.consume(key));
+const rlrMemory = new RedisStore({ sendCommand: (...args) => client.call(...args), prefix: 'm-rlr:' });
+rlrMemory.init({ windowMs: 3_600_000 });
+await fill('m-rlr:', (key) => rlrMemory.increment(key));
+
+// Redis CPU per decision: server usec of the script calls over 20,000 decisions at 512 in flight.
+const cpu = {};
+for (const c of list) {
+  await client.config('RESETSTAT');
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: 512 }, async () => {
+      while (n < 20_000) await c.run(`k${n++ % KEYS}`);
+    }),
+  );
+  const s = await commandStats();
+  const usec = Object.entries(s)
+    .filter(([cmd]) => cmd === 'evalsha' || cmd === 'eval')
+    .reduce((a, [, v]) => a + v.usec, 0);
+  cpu[c.name] = usec / n;
+}
+
+const rates = {};
+for (let r = 0; r < ROUNDS; r++) {
+  for (const inflight of [1, 64, 512]) {
+    for (const c of list) {
+      const key = `${c.name} @${inflight}`;
+      (rates[key] ??= []).push(await throughput(c.run, inflight));
+    }
+  }
+}
+
+// redis-benchmark: a one-decision token-bucket script, pipelined 512 deep, on the same server.
+const { DECIDE_SCRIPT } = await import('../packages/core/dist/esm/lua.generated.js');
+const sha = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+await client.script('LOAD', DECIDE_SCRIPT);
+const rb = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const out = execFileSync(
+    'redis-benchmark',
+    ['-p', String(redis.port), '-n', '200000', '-c', '1', '-P', '512', '-r', String(KEYS), '-q', 'EVALSHA', sha, '1', 'rb:{key:__rand_int__}:tb', '', '1', 'tb', '1000000', '3600000', '1000000', 'c', '1', '1', '1'],
+    { encoding: 'utf8' },
+  );
+  rb.push(Number(/([\d.]+) requests per second/.exec(out)[1]));
+}
+redis.stop();
+
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+console.log(`\nRedis memory per key (MEMORY USAGE, bytes): ${Object.entries(memory).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+console.log('\n| contender | Redis CPU per decision (µs) | @1 decisions/s | @64 | @512 |');
+console.log('| --- | ---: | ---: | ---: | ---: |');
+for (const c of list) {
+  const cell = (n) => {
+    const s = stats(rates[`${c.name} @${n}`]);
+    return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
+  };
+  console.log(`| ${c.name} | ${cpu[c.name].toFixed(2)} | ${cell(1)} | ${cell(64)} | ${cell(512)} |`);
+}
+const s = stats(rb);
+console.log(`| redis-benchmark, one-decision script, -P 512 | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);

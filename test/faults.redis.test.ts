@@ -1,0 +1,122 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
+import Redis from 'ioredis';
+import { startRedis } from './support/redis';
+
+type Server = Awaited<ReturnType<typeof startRedis>>;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const unique = () => `f${Math.random().toString(36).slice(2, 10)}`;
+
+async function evalCalls(port: number): Promise<number> {
+  const admin = new Redis({ port, lazyConnect: true });
+  await admin.connect();
+  const info = await admin.info('commandstats');
+  admin.disconnect();
+  return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+}
+
+describe('store faults', () => {
+  let server: Server;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    if (process.env.REDIS_URL) return;
+  });
+  beforeEach(async () => {
+    client = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 20 });
+    await new Promise((r) => client.once('ready', r));
+  });
+  afterEach(() => client.disconnect());
+  afterAll(() => server.stop());
+
+  const skipOwn = process.env.REDIS_URL ? it.skip : it;
+
+  skipOwn('paused Redis: 200 concurrent calls answer within timeout + 50 ms; open allows, closed admits at most its fallback', async () => {
+    const timeout = 100;
+    const open = createLimiter({ policy: '1000/1h', store: redisStore({ client }), failMode: 'open', timeout, prefix: unique() });
+    const closed = createLimiter({ policy: '1000/1h', fallback: '20/1h', store: redisStore({ client }), timeout, prefix: unique() });
+    expect((await open.consume('warm')).source).toBe('store');
+    server.pause();
+    try {
+      const timed = (p: Promise<{ allowed: boolean; source: string }>) => {
+        const t = performance.now();
+        return p.then((d) => ({ ...d, ms: performance.now() - t }));
+      };
+      const results = await Promise.all([
+        ...Array.from({ length: 100 }, (_, i) => timed(open.consume(`k${i % 10}`))),
+        ...Array.from({ length: 100 }, () => timed(closed.consume('login'))),
+      ]);
+      expect(Math.max(...results.map((r) => r.ms))).toBeLessThanOrEqual(timeout + 50);
+      const [o, c] = [results.slice(0, 100), results.slice(100)];
+      expect(o.every((r) => r.allowed && r.source === 'fail-open')).toBe(true);
+      expect(c.every((r) => r.source === 'fallback')).toBe(true);
+      expect(c.filter((r) => r.allowed).length).toBe(20);
+    } finally {
+      server.resume();
+    }
+  });
+
+  skipOwn('killed then restarted Redis: fallback during the outage, the store again within 1 s of the restart', async () => {
+    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 50, prefix: unique() });
+    expect((await limiter.consume('k')).source).toBe('store');
+    await server.kill();
+    const during = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('k')));
+    expect(during.every((d) => d.source === 'fallback' && d.allowed)).toBe(true);
+    await server.restart();
+    const restarted = performance.now();
+    let decision = await limiter.consume('k');
+    while (decision.source !== 'store' && performance.now() - restarted < 3000) {
+      await sleep(20);
+      decision = await limiter.consume('k');
+    }
+    expect(decision.source).toBe('store');
+    expect(performance.now() - restarted).toBeLessThan(1000);
+  });
+
+  skipOwn('breaker: while open Redis sees no calls; a successful probe closes it; events for both', async () => {
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '1000/1h',
+      store: redisStore({ client }),
+      timeout: 50,
+      breaker: { failures: 3, cooldown: 1500 },
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
+    await server.kill();
+    for (let i = 0; i < 3; i++) await limiter.consume('k');
+    expect(events.filter((e) => e.type === 'breaker-open')).toHaveLength(1);
+    await server.restart();
+    await new Promise((r) => (client.status === 'ready' ? r(null) : client.once('ready', r)));
+    const whileOpen = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
+    expect(whileOpen.every((d) => d.source === 'fallback')).toBe(true);
+    expect(await evalCalls(server.port)).toBe(0);
+    await sleep(1600);
+    expect((await limiter.consume('k')).source).toBe('store');
+    expect(events.filter((e) => e.type === 'breaker-close')).toHaveLength(1);
+    expect(await evalCalls(server.port)).toBeGreaterThan(0);
+  });
+
+  skipOwn('a flapping Redis leaves nothing pending: the process exits on its own', async () => {
+    const child = new Promise<{ code: number | null; out: string }>((resolve) => {
+      const p = execFile(process.execPath, [join(__dirname, 'consumers', 'flap-child.cjs'), String(server.port)], { timeout: 20_000 }, (_e, out) =>
+        resolve({ code: p.exitCode, out }),
+      );
+    });
+    await sleep(300);
+    for (let i = 0; i < 4; i++) {
+      await server.kill();
+      await sleep(150);
+      await server.restart();
+      await sleep(250);
+    }
+    const { code, out } = await child;
+    expect(code).toBe(0);
+    const report = JSON.parse(out.trim().split('\n').pop() as string);
+    expect(report.errors).toBe(0);
+    expect(report.sources.store).toBeGreaterThan(0);
+    expect(report.sources.fallback).toBeGreaterThan(0);
+  });
+});
