@@ -28,7 +28,11 @@ const stats = (xs) => {
 
 function contenders() {
   const list = ALGORITHMS.map((algorithm) => {
-    const limiter = createLimiter({ policy: { limit: 1_000_000, window: '1h', algorithm }, store: redisStore({ client }), prefix: `b-${algorithm}` });
+    const limiter = createLimiter({
+      policy: { limit: 1_000_000, window: '1h', algorithm },
+      store: redisStore({ client }),
+      prefix: `b-${algorithm}`,
+    });
     return { name: `sluice ${algorithm}`, command: 'evalsha', run: (key) => limiter.consume(key) };
   });
   const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
@@ -75,7 +79,11 @@ const fill = async (prefix, consume) => {
   memory[prefix] = Math.round(sizes.reduce((a, b) => a + b, 0) / sizes.length);
 };
 for (const algorithm of ALGORITHMS) {
-  const limiter = createLimiter({ policy: { limit: 100, window: '1h', algorithm }, store: redisStore({ client }), prefix: `m-${algorithm}` });
+  const limiter = createLimiter({
+    policy: { limit: 100, window: '1h', algorithm },
+    store: redisStore({ client }),
+    prefix: `m-${algorithm}`,
+  });
   await fill(`m-${algorithm}`, (key) => limiter.consume(key));
 }
 const rlfMemory = new RateLimiterRedis({ storeClient: client, points: 100, duration: 3600, keyPrefix: 'm-rlf' });
@@ -119,7 +127,33 @@ const rb = [];
 for (let r = 0; r < ROUNDS; r++) {
   const out = execFileSync(
     'redis-benchmark',
-    ['-p', String(redis.port), '-n', '200000', '-c', '1', '-P', '512', '-r', String(KEYS), '-q', 'EVALSHA', sha, '1', 'rb:{key:__rand_int__}:tb', '', '1', 'tb', '1000000', '3600000', '1000000', 'c', '1', '1', '1'],
+    [
+      '-p',
+      String(redis.port),
+      '-n',
+      '200000',
+      '-c',
+      '1',
+      '-P',
+      '512',
+      '-r',
+      String(KEYS),
+      '-q',
+      'EVALSHA',
+      sha,
+      '1',
+      'rb:{key:__rand_int__}:tb',
+      '',
+      '1',
+      'tb',
+      '1000000',
+      '3600000',
+      '1000000',
+      'c',
+      '1',
+      '1',
+      '1',
+    ],
     { encoding: 'utf8' },
   );
   rb.push(Number(/([\d.]+) requests per second/.exec(out)[1]));
@@ -127,7 +161,11 @@ for (let r = 0; r < ROUNDS; r++) {
 redis.stop();
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
-console.log(`\nRedis memory per key (MEMORY USAGE, bytes): ${Object.entries(memory).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+console.log(
+  `\nRedis memory per key (MEMORY USAGE, bytes): ${Object.entries(memory)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}`,
+);
 console.log('\n| contender | Redis CPU per decision (µs) | @1 decisions/s | @64 | @512 |');
 console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const c of list) {

@@ -13,7 +13,9 @@ const freePort = () =>
 
 export async function startRedis() {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   const client = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
   for (let i = 0; i < 100; i++) {
     try {

@@ -27,33 +27,48 @@ for s = 1, nspecs do
 end
 
 local reply = {}
+local r = 0
 local a = 3 + nspecs * 4
 local k = 1
-while a <= #ARGV do
+local nargs = #ARGV
+while a <= nargs do
   local consume = ARGV[a] == 'c'
   local cost = tonumber(ARGV[a + 1])
   local n = tonumber(ARGV[a + 2])
-  local results = {}
-  local allowed = true
-  for i = 1, n do
-    local spec = specs[tonumber(ARGV[a + 2 + i])]
-    -- With one policy, check and charge in one pass; with several, check all before charging any.
-    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, consume and n == 1, slack)
-    results[i] = { remaining, reset, retry }
-    allowed = allowed and ok
-  end
-  if allowed and consume and n > 1 then
+  if n == 1 then
+    -- One policy: check and charge in one pass.
+    local spec = specs[tonumber(ARGV[a + 3])]
+    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, consume, slack)
+    reply[r + 1] = ok and 1 or 0
+    reply[r + 2] = remaining
+    reply[r + 3] = reset
+    reply[r + 4] = retry
+    r = r + 4
+  else
+    -- Several: check all before charging any.
+    local results = {}
+    local allowed = true
     for i = 1, n do
       local spec = specs[tonumber(ARGV[a + 2 + i])]
-      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
+      local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false, slack)
       results[i] = { remaining, reset, retry }
+      allowed = allowed and ok
     end
-  end
-  reply[#reply + 1] = allowed and 1 or 0
-  for i = 1, n do
-    reply[#reply + 1] = results[i][1]
-    reply[#reply + 1] = results[i][2]
-    reply[#reply + 1] = results[i][3]
+    if allowed and consume then
+      for i = 1, n do
+        local spec = specs[tonumber(ARGV[a + 2 + i])]
+        local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
+        results[i] = { remaining, reset, retry }
+      end
+    end
+    r = r + 1
+    reply[r] = allowed and 1 or 0
+    for i = 1, n do
+      reply[r + 1] = results[i][1]
+      reply[r + 2] = results[i][2]
+      reply[r + 3] = results[i][3]
+      r = r + 3
+    end
   end
   a = a + 3 + n
   k = k + n

@@ -101,8 +101,11 @@ describe('store faults', () => {
 
   skipOwn('a flapping Redis leaves nothing pending: the process exits on its own', async () => {
     const child = new Promise<{ code: number | null; out: string }>((resolve) => {
-      const p = execFile(process.execPath, [join(__dirname, 'consumers', 'flap-child.cjs'), String(server.port)], { timeout: 20_000 }, (_e, out) =>
-        resolve({ code: p.exitCode, out }),
+      const p = execFile(
+        process.execPath,
+        [join(__dirname, 'consumers', 'flap-child.cjs'), String(server.port)],
+        { timeout: 20_000 },
+        (_e, out) => resolve({ code: p.exitCode, out }),
       );
     });
     await sleep(300);

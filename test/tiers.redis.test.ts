@@ -35,7 +35,10 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
       fc.asyncProperty(algorithm, fc.integer({ min: 1, max: 8 }), fc.array(op, { maxLength: 40 }), async (alg, limit, ops) => {
         let now = 1_000_000;
         const clock = () => now;
-        const policy = [{ limit, window: 2000, algorithm: alg }, { limit: limit * 3, window: 10_000, algorithm: alg }];
+        const policy = [
+          { limit, window: 2000, algorithm: alg },
+          { limit: limit * 3, window: 10_000, algorithm: alg },
+        ];
         const store = redisStore({ client, clock });
         const cached = createLimiter({ policy, store, clock, prefix: unique() });
         const plain = createLimiter({ policy, store, clock, prefix: unique(), denyCache: false });
@@ -80,7 +83,13 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
 
   it('shadow mode never denies and reports each request a real limit would have denied', async () => {
     const events: LimiterEvent[] = [];
-    const limiter = createLimiter({ policy: '5/1h', shadow: true, store: redisStore({ client }), prefix: unique(), onEvent: (e) => events.push(e) });
+    const limiter = createLimiter({
+      policy: '5/1h',
+      shadow: true,
+      store: redisStore({ client }),
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
     const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
     expect(decisions.every((d) => d.allowed)).toBe(true);
     expect(decisions.filter((d) => d.shadowed)).toHaveLength(15);

@@ -1,5 +1,6 @@
 // An ES module consumer of the built package.
 import { createLimiter, rateLimitHeaders } from '@sluice/core';
+
 const limiter = createLimiter({ policy: '2/1m' });
 (async () => {
   const results = [];

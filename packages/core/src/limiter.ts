@@ -161,6 +161,7 @@ function resolveOptions(options: LimiterOptions) {
     breakerFailures,
     breakerCooldown,
     onEvent: options.onEvent,
+    clock,
   };
 }
 
