@@ -114,7 +114,8 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const inflight of [1, 64, 512]) {
     for (const c of list) {
       const key = `${c.name} @${inflight}`;
-      (rates[key] ??= []).push(await throughput(c.run, inflight));
+      rates[key] ??= [];
+      rates[key].push(await throughput(c.run, inflight));
     }
   }
 }

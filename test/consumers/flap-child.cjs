@@ -14,7 +14,9 @@ const end = Date.now() + 3000;
     await Promise.all(
       Array.from({ length: 20 }, () =>
         limiter.consume(`k${Math.floor(Math.random() * 50)}`).then(
-          (d) => (sources[d.source] = (sources[d.source] ?? 0) + 1),
+          (d) => {
+            sources[d.source] = (sources[d.source] ?? 0) + 1;
+          },
           () => errors++,
         ),
       ),
