@@ -1,0 +1,49 @@
+import { createLimiter } from './limiter.js';
+import { memoryStore } from './memory-store.js';
+
+describe('createLimiter options', () => {
+  const bad: Array<[unknown, RegExp]> = [
+    [{ policy: { limit: -1, window: '1m' } }, /policy\.limit must be a positive integer, got -1/],
+    [{ policy: { limit: 1, window: 0 } }, /policy\.window/],
+    [{ policy: { limit: 1, window: -5 } }, /policy\.window/],
+    [{ policy: { limit: 1, window: 'xyz' } }, /policy\.window/],
+    [{ policy: { limit: 1, window: '1m', algorithm: 'nope' } }, /policy\.algorithm/],
+    [{ policy: { limit: 1, window: '1m', burst: 0.5 } }, /policy\.burst/],
+    [{ policy: '1/1m', prefix: 'a{b' }, /prefix/],
+    [{ policy: '1/1m', prefix: '' }, /prefix/],
+    [{ policy: '1/1m', shards: 0 }, /shards/],
+    [{ policy: '1/1m', timeout: 0 }, /timeout/],
+    [{ policy: '1/1m', timeout: -1 }, /timeout/],
+    [{ policy: '1/1m', bogus: 1 }, /bogus/],
+  ];
+  test.each(bad)('%j throws', (options, message) => {
+    expect(() => createLimiter(options as never)).toThrow(message);
+  });
+});
+
+describe('consume / peek / reset (memory)', () => {
+  test.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, '2'])('cost %p rejects naming cost', async (cost) => {
+    const l = createLimiter({ policy: '3/1m' });
+    await expect(l.consume('k', { cost: cost as number })).rejects.toThrow(/cost/);
+  });
+
+  test('multi-policy denial charges none; peek does not charge; reset restores', async () => {
+    const l = createLimiter({ policy: ['3/1m', '10/1h'] });
+    for (let i = 0; i < 3; i++) expect((await l.consume('k')).allowed).toBe(true);
+    const before = await l.peek('k');
+    const denied = await l.consume('k');
+    expect(denied.allowed).toBe(false);
+    expect(denied.policies[1]!.remaining).toBe(7);
+    const after = await l.peek('k');
+    expect(after.policies[1]!.remaining).toBe(before.policies[1]!.remaining);
+    await l.reset('k');
+    expect((await l.consume('k')).allowed).toBe(true);
+  });
+
+  test('memoryStore maxKeys bound', async () => {
+    const store = memoryStore({ maxKeys: 100 });
+    const l = createLimiter({ policy: '5/1m', store });
+    for (let i = 0; i < 10_000; i++) await l.consume(`k${i}`);
+    expect(store.size).toBeLessThanOrEqual(100);
+  });
+});

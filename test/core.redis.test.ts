@@ -1,0 +1,78 @@
+import { createLimiter, type Decision, memoryStore, redisStore } from '@sluice/core';
+import fc from 'fast-check';
+import Redis from 'ioredis';
+import { startRedis } from './support/redis';
+
+const unique = () => `c${Math.random().toString(36).slice(2, 10)}`;
+const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
+
+describe('@sluice/core on a real Redis', () => {
+  let server: Awaited<ReturnType<typeof startRedis>>;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = new Redis(server.url);
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+
+  it('the Lua scripts and the memory store decide the same on random sequences (property)', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('consume' as const), cost: fc.integer({ min: 1, max: 5 }) }),
+      fc.record({ kind: fc.constant('peek' as const) }),
+      fc.record({ kind: fc.constant('step' as const), ms: fc.integer({ min: 0, max: 120_000 }) }),
+    );
+    const policy = fc.record({
+      limit: fc.integer({ min: 1, max: 20 }),
+      window: fc.integer({ min: 1000, max: 60_000 }),
+      algorithm: fc.constantFrom(...ALGORITHMS),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(policy, { minLength: 1, maxLength: 2 }), fc.array(op, { maxLength: 30 }), async (policies, ops) => {
+        if (policies.length === 2 && policies[0]!.limit === policies[1]!.limit && policies[0]!.window === policies[1]!.window) return;
+        let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
+        const clock = () => now;
+        const prefix = unique();
+        const inRedis = createLimiter({ policy: policies, store: redisStore({ client, clock }), prefix, denyCache: false });
+        const inMemory = createLimiter({ policy: policies, store: memoryStore({ clock }), prefix });
+        for (const o of ops) {
+          if (o.kind === 'step') {
+            now += o.ms;
+            continue;
+          }
+          const call = (l: typeof inRedis): Promise<Decision> => (o.kind === 'peek' ? l.peek('k') : l.consume('k', { cost: o.cost }));
+          const [a, b] = await Promise.all([call(inRedis), call(inMemory)]);
+          expect(a).toEqual(b);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it.each(ALGORITHMS)('%s: 1,000 concurrent consumes at one key with limit 500 admit exactly 500', async (algorithm) => {
+    const prefix = unique();
+    const limiter = createLimiter({
+      policy: { limit: 500, window: '1h', algorithm },
+      store: redisStore({ client }),
+      prefix,
+      timeout: 5000,
+    });
+    const decisions = await Promise.all(Array.from({ length: 1000 }, () => limiter.consume('hot')));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(500);
+    if (algorithm === 'sliding-log') {
+      const [key] = await client.keys(`${prefix}:*`);
+      expect(await client.zcard(key as string)).toBe(500);
+    }
+  });
+
+  it('after SCRIPT FLUSH the script is reloaded and no error surfaces', async () => {
+    const limiter = createLimiter({ policy: '10/1m', store: redisStore({ client }), prefix: unique() });
+    expect((await limiter.consume('k')).source).toBe('store');
+    await client.script('FLUSH');
+    const d = await limiter.consume('k');
+    expect(d.source).toBe('store');
+    expect(d.remaining).toBe(8);
+  });
+});
