@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { createLimiter, type Decision, memoryStore, redisStore } from '@sluice/core';
 import fc from 'fast-check';
 import Redis from 'ioredis';
@@ -65,6 +67,17 @@ describe('@sluice/core on a real Redis', () => {
       const [key] = await client.keys(`${prefix}:*`);
       expect(await client.zcard(key as string)).toBe(500);
     }
+  });
+
+  it('the server clock decides: a process two hours ahead gets no refill from its skew', async () => {
+    const prefix = unique();
+    const limiter = createLimiter({ policy: '10/1h', store: redisStore({ client }), prefix });
+    const mine = await Promise.all(Array.from({ length: 10 }, () => limiter.consume('shared')));
+    expect(mine.every((d) => d.allowed)).toBe(true);
+    const out = execFileSync(process.execPath, [join(__dirname, 'consumers', 'skewed-child.cjs'), String(server.port), prefix], {
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(out)).toEqual({ allowed: false, source: 'store' });
   });
 
   it('after SCRIPT FLUSH the script is reloaded and no error surfaces', async () => {
