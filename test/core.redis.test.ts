@@ -80,6 +80,22 @@ describe('@sluice/core on a real Redis', () => {
     expect(JSON.parse(out)).toEqual({ allowed: false, source: 'store' });
   });
 
+  it('odd keys count apart, stay under the prefix and take bounded space', async () => {
+    const prefix = unique();
+    const keys = ['', 'plain', 'ünïcødé 🚦', 'x'.repeat(10_240), '{tag}', 'a}b', 'a:b', 'cr\rlf\n', '#abc', 'a~1', '\ud800', '\udfff'];
+    const limiter = createLimiter({ policy: ['1/1h', '5/1d'], store: redisStore({ client }), prefix });
+    const first = await Promise.all(keys.map((k) => limiter.consume(k)));
+    expect(first.every((d) => d.allowed)).toBe(true);
+    const second = await Promise.all(keys.map((k) => limiter.consume(k)));
+    expect(second.every((d) => !d.allowed)).toBe(true);
+    const stored = await client.keys(`${prefix}:*`);
+    expect(stored).toHaveLength(keys.length * 2);
+    for (const key of stored) {
+      expect(key.startsWith(`${prefix}:{`)).toBe(true);
+      expect(Buffer.byteLength(key)).toBeLessThan(200);
+    }
+  });
+
   it('after SCRIPT FLUSH the script is reloaded and no error surfaces', async () => {
     const limiter = createLimiter({ policy: '10/1m', store: redisStore({ client }), prefix: unique() });
     expect((await limiter.consume('k')).source).toBe('store');
