@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
-import { startRedis } from './support/redis';
+import { scriptCalls, startRedis } from './support/redis';
 
 type Server = Awaited<ReturnType<typeof startRedis>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -12,9 +12,11 @@ const unique = () => `f${Math.random().toString(36).slice(2, 10)}`;
 async function evalCalls(port: number): Promise<number> {
   const admin = new Redis({ port, lazyConnect: true });
   await admin.connect();
-  const info = await admin.info('commandstats');
-  admin.disconnect();
-  return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  try {
+    return await scriptCalls(admin);
+  } finally {
+    admin.disconnect();
+  }
 }
 
 describe('store faults', () => {

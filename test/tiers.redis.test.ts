@@ -3,14 +3,9 @@ import { join } from 'node:path';
 import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
-import { startCluster, startRedis } from './support/redis';
+import { scriptCalls, startCluster, startRedis } from './support/redis';
 
 const unique = () => `t${Math.random().toString(36).slice(2, 10)}`;
-
-async function evalCalls(client: Redis): Promise<number> {
-  const info = await client.info('commandstats');
-  return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-}
 
 describe('deny cache, prefilter and shadow on standalone Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
@@ -66,7 +61,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
     let denied = 0;
     for (let i = 0; i < 1100; i++) if (!(await limiter.consume('hot')).allowed) denied++;
     expect(denied).toBe(1000);
-    const perRequest = (await evalCalls(client)) / 1100;
+    const perRequest = (await scriptCalls(client)) / 1100;
     expect(perRequest).toBeLessThanOrEqual(most);
     if (!denyCache) expect(perRequest).toBeGreaterThan(0.99);
   });
@@ -78,7 +73,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
     for (let i = 0; i < 200; i++) decisions.push(await limiter.consume('flood'));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect(decisions.filter((d) => d.source === 'prefilter')).toHaveLength(190);
-    expect(await evalCalls(client)).toBe(10);
+    expect(await scriptCalls(client)).toBe(10);
   });
 
   it('shadow mode never denies and reports each request a real limit would have denied', async () => {
@@ -125,7 +120,7 @@ describe('shards on a Redis Cluster', () => {
     const admitted = (await Promise.all([run(), run(), run(), run()])).reduce((a, b) => a + b, 0);
     expect(admitted).toBeGreaterThanOrEqual(970);
     expect(admitted).toBeLessThanOrEqual(1000);
-    const perMaster = await Promise.all(masters.map(evalCalls));
+    const perMaster = await Promise.all(masters.map(scriptCalls));
     for (const calls of perMaster) expect(calls).toBeGreaterThan(0);
     for (const c of masters) c.disconnect();
   });

@@ -163,3 +163,9 @@ export async function startCluster(): Promise<RedisCluster> {
     throw error;
   }
 }
+
+/** Script calls (EVALSHA and EVAL) the server behind `client` has counted since its last CONFIG RESETSTAT. */
+export async function scriptCalls(client: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await client.info('commandstats');
+  return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+}
