@@ -135,7 +135,7 @@ describe('shards on a Redis Cluster', () => {
         prefix: unique(),
         timeout: 2000,
       });
-      const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('tenant')));
+      const decisions: Decision[] = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('tenant')));
       expect(decisions.every((d) => d.source === 'store' || d.source === 'deny-cache')).toBe(true);
       expect(decisions.filter((d) => d.allowed).length).toBeLessThanOrEqual(100);
       expect(decisions.filter((d) => d.allowed).length).toBeGreaterThanOrEqual(90);
