@@ -1,11 +1,14 @@
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
-export { SluiceError } from './errors.js';
+export { badOption, SluiceError } from './errors.js';
 export type { HeadersMode } from './headers.js';
 export { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
+export type { HttpLimit, HttpLimitOptions, HttpVerdict, LimitedBody, LimitedResponse, PeerSpellings } from './http.js';
+export { httpLimit, mergeHttpOptions } from './http.js';
+export { ipKey } from './ip-key.js';
 export type { FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
-export { createLimiter } from './limiter.js';
+export { createLimiter, LIMITER_OPTIONS } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { memoryStore } from './memory-store.js';
 export type { Algorithm, Policy, PolicyInput } from './policy.js';

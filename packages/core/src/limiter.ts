@@ -78,7 +78,8 @@ const DEFAULTS = {
   breakerCooldown: 500,
 };
 
-const OPTION_NAMES = new Set([
+/** The names of createLimiter's options. */
+export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
   'policy',
   'store',
   'prefix',
@@ -99,7 +100,7 @@ const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) o
 function resolveOptions(options: LimiterOptions) {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) badOption(name, `absent: not a limiter option (known: ${[...OPTION_NAMES].join(', ')})`, name);
+    if (!LIMITER_OPTIONS.has(name)) badOption(name, `absent: not a limiter option (known: ${[...LIMITER_OPTIONS].join(', ')})`, name);
   }
   const policies = parsePolicies(options.policy);
   const prefix = options.prefix ?? DEFAULTS.prefix;

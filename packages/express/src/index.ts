@@ -1,1 +1,49 @@
-export {};
+import { badOption, type Decision, type HttpLimitOptions, httpLimit, type PeerSpellings } from '@sluice/core';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The rate-limit decision for this request, set by @sluice/express (absent when skipped). */
+      rateLimit?: Decision;
+    }
+  }
+}
+
+/** Options of rateLimit(): every createLimiter option or `limiter`, the common adapter options, and express-rate-limit's spellings. */
+export interface ExpressRateLimitOptions extends HttpLimitOptions<Request>, Omit<PeerSpellings<Request>, 'timeWindow'> {
+  /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
+  onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
+}
+
+/**
+ * Express middleware. On an app or router it counts everything under its mount per client; on a route
+ * (`router.post('/login', rateLimit(opts), handler)`) it counts that route per client. `req.rateLimit` holds the
+ * Decision. Bad options throw here.
+ * @example app.use(rateLimit({ policy: '100/1m' }))
+ */
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+  const onLimited = options?.onLimited;
+  if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
+  const limit = httpLimit<Request>(options, ['onLimited']);
+
+  return function sluiceRateLimit(req, res, next) {
+    // On a route, its method and full pattern; elsewhere, the mount.
+    const route = req.route ? `${req.method} ${req.baseUrl}${String(req.route.path)}` : `* ${req.baseUrl}`;
+    limit
+      .check(req, route, () => req.ip)
+      .then((verdict) => {
+        if (verdict === undefined) return next();
+        req.rateLimit = verdict.decision;
+        res.set(verdict.headers);
+        if (!verdict.limited) return next();
+        if (onLimited) return onLimited(req, res, next, verdict.decision);
+        limit.limitedResponse(verdict.decision, req).then((r) => {
+          res.status(r.status).type(r.contentType).send(r.body);
+        }, next);
+      }, next);
+  };
+}
+
+export default rateLimit;
+export type { Decision } from '@sluice/core';

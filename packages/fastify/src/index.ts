@@ -1,1 +1,113 @@
-export {};
+import {
+  badOption,
+  type Decision,
+  type HttpLimit,
+  type HttpLimitOptions,
+  httpLimit,
+  type LimitedResponse,
+  memoryStore,
+  mergeHttpOptions,
+  type PeerSpellings,
+} from '@sluice/core';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+
+/** Options a route can override in `config: { rateLimit: { ... } }`. */
+export interface FastifyRateLimitRouteOptions
+  extends HttpLimitOptions<FastifyRequest>,
+    Pick<PeerSpellings<FastifyRequest>, 'max' | 'timeWindow'> {
+  /** Answers a limited request instead of throwing the 429 error; headers and Retry-After are already set. */
+  onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
+}
+
+/** Options of the plugin: the route options, plus where and on which routes it runs. */
+export interface FastifyRateLimitOptions extends FastifyRateLimitRouteOptions {
+  /** The hook that decides: 'onRequest', or 'preHandler' for keys that need a parsed body or auth. Default 'onRequest'. */
+  hook?: 'onRequest' | 'preHandler';
+  /** Limit every route (true), or only routes with `config.rateLimit` (false). Default true. */
+  global?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** This route's rate limit: options over the plugin's, or false for none. */
+    rateLimit?: FastifyRateLimitRouteOptions | false;
+  }
+  interface FastifyRequest {
+    /** The rate-limit decision for this request, set by @sluice/fastify (absent when skipped). */
+    rateLimit?: Decision;
+  }
+}
+
+/** Thrown for a limited request, so the app's error handler can shape the answer. */
+export class RateLimitError extends Error {
+  readonly statusCode: number;
+  readonly code = 'FST_SLUICE_RATE_LIMITED';
+  readonly decision: Decision;
+  /** The default answer's body and content type. */
+  readonly response: LimitedResponse;
+  constructor(decision: Decision, response: LimitedResponse) {
+    super(`Rate limit "${decision.policy}" exceeded`);
+    this.name = 'RateLimitError';
+    this.statusCode = response.status;
+    this.decision = decision;
+    this.response = response;
+  }
+}
+
+const OWN = ['onLimited', 'hook', 'global'];
+
+function makeHook(
+  limit: HttpLimit<FastifyRequest>,
+  url: string,
+  onLimited: FastifyRateLimitRouteOptions['onLimited'],
+): onRequestHookHandler {
+  return async function sluiceRateLimit(request, reply) {
+    const verdict = await limit.check(request, `${request.method} ${url}`, () => request.ip);
+    if (verdict === undefined) return;
+    request.rateLimit = verdict.decision;
+    reply.headers(verdict.headers);
+    if (!verdict.limited) return;
+    if (onLimited) {
+      await onLimited(request, reply, verdict.decision);
+      return reply;
+    }
+    const response = await limit.limitedResponse(verdict.decision, request);
+    // The app's own error handler shapes the answer; Fastify's default one would drop our body, so answer here.
+    if (request.server.errorHandler.name !== 'defaultErrorHandler') throw new RateLimitError(verdict.decision, response);
+    return reply.code(response.status).type(response.contentType).send(response.body);
+  };
+}
+
+const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
+  const { hook = 'onRequest', global = true, ...app } = options;
+  // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
+  if (app.store === undefined && app.limiter === undefined) app.store = memoryStore();
+  if (hook !== 'onRequest' && hook !== 'preHandler') badOption('hook', "'onRequest' or 'preHandler'", hook);
+  if (typeof global !== 'boolean') badOption('global', 'a boolean', global);
+  const appLimit = global ? httpLimit<FastifyRequest>(app, OWN) : undefined;
+  fastify.decorateRequest('rateLimit', undefined);
+
+  fastify.addHook('onRoute', (route) => {
+    const config = (route.config as { rateLimit?: FastifyRateLimitRouteOptions | false } | undefined)?.rateLimit;
+    if (config === false || (config === undefined && appLimit === undefined)) return;
+    if (config !== undefined && (config === null || typeof config !== 'object'))
+      badOption('config.rateLimit', 'an object or false', config);
+    const merged = config === undefined ? app : mergeHttpOptions(app, config);
+    const limit = config === undefined ? (appLimit as HttpLimit<FastifyRequest>) : httpLimit<FastifyRequest>(merged, OWN);
+    const onLimited = merged.onLimited;
+    if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
+    const handler = makeHook(limit, route.url, onLimited);
+    const existing = route[hook];
+    route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];
+  });
+};
+
+/**
+ * The Fastify plugin. Every route registered after it is limited per client and per route, unless its
+ * `config.rateLimit` overrides options or is false. `request.rateLimit` holds the Decision.
+ * @example await app.register(rateLimit, { policy: '100/1m' })
+ */
+export const rateLimit = fp(plugin, { fastify: '5.x', name: '@sluice/fastify' });
+export default rateLimit;
+export type { Decision } from '@sluice/core';

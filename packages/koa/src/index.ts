@@ -1,1 +1,56 @@
-export {};
+import { badOption, type Decision, type HttpLimitOptions, httpLimit } from '@sluice/core';
+import type { Context, Middleware } from 'koa';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The rate-limit decision for this request, set by @sluice/koa (absent when skipped). */
+    rateLimit?: Decision;
+  }
+}
+
+/** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. */
+export interface KoaRateLimitOptions extends HttpLimitOptions<Context> {
+  /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
+  onLimited?: (ctx: Context, decision: Decision) => void | Promise<void>;
+}
+
+/**
+ * Koa middleware, for an app or a @koa/router route (`router.post('/login', rateLimit(opts), handler)`,
+ * which counts per route). `ctx.state.rateLimit` holds the Decision; the rate-limit headers also survive
+ * an error thrown downstream. Bad options throw here.
+ * @example app.use(rateLimit({ policy: '100/1m' }))
+ */
+export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  const onLimited = options?.onLimited;
+  if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
+  const limit = httpLimit<Context>(options, ['onLimited']);
+
+  return async function sluiceRateLimit(ctx, next) {
+    const pattern = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+    const verdict = await limit.check(ctx, pattern === undefined ? '*' : `${ctx.method} ${String(pattern)}`, () => ctx.ip);
+    if (verdict === undefined) return next();
+    ctx.state.rateLimit = verdict.decision;
+    ctx.set(verdict.headers);
+    if (verdict.limited) {
+      if (onLimited) return onLimited(ctx, verdict.decision);
+      const response = await limit.limitedResponse(verdict.decision, ctx);
+      ctx.status = response.status;
+      ctx.type = response.contentType;
+      ctx.body = response.body;
+      return;
+    }
+    try {
+      await next();
+    } catch (error) {
+      // Koa's error handling clears the response headers and then sets err.headers: ride along.
+      if (error !== null && typeof error === 'object') {
+        const e = error as { headers?: Record<string, string> };
+        e.headers = { ...verdict.headers, ...e.headers };
+      }
+      throw error;
+    }
+  };
+}
+
+export default rateLimit;
+export type { Decision } from '@sluice/core';

@@ -1,0 +1,219 @@
+// What the Express, Fastify and Koa adapters share: their options, resolved once; the key, cost and skip of a
+// request; the decision's headers; the 429 body. Framework-free: a request is an opaque `Req` here.
+import type { Decision } from './decision.js';
+import { parseDuration } from './duration.js';
+import { badOption, SluiceError } from './errors.js';
+import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { ipKey } from './ip-key.js';
+import { createLimiter, LIMITER_OPTIONS, type Limiter, type LimiterOptions } from './limiter.js';
+import type { PolicyInput } from './policy.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** A 429 body: a string is sent as text/plain, an object as JSON. */
+export type LimitedBody = string | Record<string, unknown>;
+
+/** The options every adapter takes, for a request type `Req`. */
+export interface HttpLimitOptions<Req> extends Partial<LimiterOptions> {
+  /** A limiter to use (and share) instead of limiter options. Default: one made from the limiter options. */
+  limiter?: Limiter;
+  /** The client's key. Default: the client IP as the framework resolves it (trust-proxy aware), see ipv6Subnet. */
+  key?: (req: Req) => Awaitable<string>;
+  /** The request's cost, a positive number. Default 1. */
+  cost?: (req: Req) => Awaitable<number>;
+  /** Requests for which it returns true are not counted. Default: none. */
+  skip?: (req: Req) => Awaitable<boolean>;
+  /** Names a counter to share it across routes. Default: each route counts on its own (method and route pattern). */
+  scope?: string;
+  /** Which headers to send: 'draft' (IETF RateLimit), 'legacy' (X-RateLimit-*), 'both' or false. Default 'draft'. */
+  headers?: HeadersMode;
+  /** Status of a limited response, 400 to 599. Default 429. */
+  statusCode?: number;
+  /** Body of a limited response, or a function of the decision that returns it. Default: application/problem+json. */
+  message?: LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>);
+  /** Prefix length that groups IPv6 clients in the default key; false keeps whole addresses. Default 56. */
+  ipv6Subnet?: number | false;
+}
+
+/** The option spellings of the middlewares users switch from: express-rate-limit and @fastify/rate-limit. */
+export interface PeerSpellings<Req> {
+  /** express-rate-limit: the window in ms (with `limit` or `max`). */
+  windowMs?: number;
+  /** express-rate-limit: requests per window. */
+  limit?: number;
+  /** express-rate-limit and @fastify/rate-limit: requests per window. */
+  max?: number;
+  /** @fastify/rate-limit: the window, in ms or as '1 minute', '1m'. */
+  timeWindow?: number | string;
+  /** express-rate-limit's name for `key`. */
+  keyGenerator?: (req: Req) => Awaitable<string>;
+}
+
+/** A limited response, ready to send. */
+export interface LimitedResponse {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/** The outcome for one request. */
+export interface HttpVerdict {
+  decision: Decision;
+  /** Rate-limit headers to set, Retry-After included when limited. */
+  headers: Record<string, string>;
+  limited: boolean;
+}
+
+/** One adapter middleware's resolved options and limiter. */
+export interface HttpLimit<Req> {
+  readonly limiter: Limiter;
+  /**
+   * Decides for one request; undefined when `skip` says so. `route` names the default counter
+   * ('POST /login'), `ip` reads the client IP for the default key. Throws on a bad key or cost.
+   */
+  check(req: Req, route: string, ip: () => string | undefined): Promise<HttpVerdict | undefined>;
+  /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
+  limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
+}
+
+const HTTP_OPTIONS = ['limiter', 'key', 'cost', 'skip', 'scope', 'headers', 'statusCode', 'message', 'ipv6Subnet'];
+const PEER_OPTIONS = ['windowMs', 'limit', 'max', 'timeWindow', 'keyGenerator'];
+const POLICY_OPTIONS = new Set(['policy', 'windowMs', 'limit', 'max', 'timeWindow']);
+const KNOWN = new Set([...LIMITER_OPTIONS, ...HTTP_OPTIONS, ...PEER_OPTIONS]);
+const WORDS = /^(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)$/i;
+const WORD_MS: Record<string, number> = { mil: 1, sec: 1000, min: 60_000, hou: 3_600_000, hrs: 3_600_000, hr: 3_600_000, day: 86_400_000 };
+
+function timeWindowMs(value: unknown): number {
+  const words = typeof value === 'string' ? WORDS.exec(value.trim()) : null;
+  if (!words) return parseDuration(value, 'timeWindow');
+  const unit = (words[2] as string).toLowerCase();
+  return Number(words[1]) * (WORD_MS[unit.slice(0, 3)] ?? WORD_MS[unit.slice(0, 2)] ?? 0);
+}
+
+/** The policy given in a peer's spelling (windowMs/timeWindow with limit/max), or undefined. */
+function peerPolicy(o: Record<string, unknown>): PolicyInput | undefined {
+  const { windowMs, limit, max, timeWindow } = o;
+  if (windowMs === undefined && limit === undefined && max === undefined && timeWindow === undefined) return undefined;
+  if (o.policy !== undefined) badOption('policy', 'given alone, not with windowMs, limit, max or timeWindow', o.policy);
+  const count = limit ?? max;
+  if (count === undefined) badOption('limit', 'a positive integer when windowMs or timeWindow is given', count);
+  const window =
+    windowMs !== undefined ? parseDuration(windowMs, 'windowMs') : timeWindow !== undefined ? timeWindowMs(timeWindow) : 60_000;
+  return { limit: count as number, window };
+}
+
+function checkFunction(name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') badOption(name, 'a function', value);
+}
+
+/**
+ * Resolves an adapter's options once, at construction: bad options throw here naming the option. Names in
+ * `own` are the adapter's own options (such as onLimited), passed over here.
+ * @example const limit = httpLimit<Request>({ policy: '100/1m' }); const v = await limit.check(req, 'GET /', () => req.ip);
+ */
+export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Req>, own: readonly string[] = []): HttpLimit<Req> {
+  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
+  const o = options as Record<string, unknown>;
+  for (const name of Object.keys(o)) {
+    if (o[name] !== undefined && !KNOWN.has(name) && !own.includes(name)) {
+      badOption(name, `absent: not a rate-limit option (known: ${[...KNOWN, ...own].join(', ')})`, name);
+    }
+  }
+  if (options.key !== undefined && options.keyGenerator !== undefined) badOption('keyGenerator', 'absent when key is given', 'a function');
+  const key = options.key ?? options.keyGenerator;
+  checkFunction('key', key);
+  checkFunction('cost', options.cost);
+  checkFunction('skip', options.skip);
+  checkFunction('message', typeof options.message === 'function' ? options.message : undefined);
+  const mode = parseHeadersMode(options.headers);
+  const status = options.statusCode ?? 429;
+  if (!Number.isInteger(status) || status < 400 || status > 599) badOption('statusCode', 'an integer from 400 to 599', status);
+  const subnet = options.ipv6Subnet ?? 56;
+  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
+    badOption('ipv6Subnet', 'an integer from 1 to 128, or false', subnet);
+  }
+  const scope = options.scope;
+  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) badOption('scope', 'a non-empty string', scope);
+  const message = options.message;
+  if (
+    message !== undefined &&
+    typeof message !== 'string' &&
+    typeof message !== 'function' &&
+    (message === null || typeof message !== 'object')
+  ) {
+    badOption('message', 'a string, an object or a function', message);
+  }
+
+  let limiter = options.limiter;
+  const limiterOptions: Record<string, unknown> = {};
+  for (const name of LIMITER_OPTIONS) if (o[name] !== undefined) limiterOptions[name] = o[name];
+  const policy = peerPolicy(o);
+  if (policy !== undefined) limiterOptions.policy = policy;
+  if (limiter !== undefined) {
+    if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
+      badOption('limiter', 'a Limiter from createLimiter()', limiter);
+    }
+    const extra = Object.keys(limiterOptions);
+    if (extra.length > 0)
+      badOption(extra[0] as string, 'absent when limiter is given (set it on the limiter)', limiterOptions[extra[0] as string]);
+  } else {
+    if (limiterOptions.policy === undefined) badOption('policy', "given (e.g. '100/1m'), or limiter, or windowMs with limit", undefined);
+    limiter = createLimiter(limiterOptions as unknown as LimiterOptions);
+  }
+  const theLimiter = limiter;
+
+  return {
+    limiter: theLimiter,
+    async check(req, route, ip) {
+      if (options.skip !== undefined && (await options.skip(req))) return undefined;
+      const client = key === undefined ? ipKey(ip(), subnet) : await key(req);
+      if (typeof client !== 'string') {
+        throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a string, got ${client === null ? 'null' : typeof client}`);
+      }
+      const counter = scope ?? route;
+      const cost = options.cost === undefined ? undefined : { cost: await options.cost(req) };
+      // Length-prefixed, so that no scope and key pair can spell another.
+      const decision = await theLimiter.consume(`${counter.length}:${counter}|${client}`, cost);
+      return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
+    },
+    async limitedResponse(decision, req) {
+      const body = typeof message === 'function' ? await message(decision, req) : (message ?? problem(decision, status));
+      if (typeof body === 'string') return { status, contentType: 'text/plain; charset=utf-8', body };
+      const contentType = message === undefined ? 'application/problem+json' : 'application/json; charset=utf-8';
+      return { status, contentType, body: JSON.stringify(body) };
+    },
+  };
+}
+
+/** The default body of a limited response: RFC 9457 problem details naming the violated policies. */
+function problem(decision: Decision, status: number): Record<string, unknown> {
+  const violated = decision.policies.filter((p) => p.retryAfterMs > 0).map((p) => p.name);
+  const names = violated.length > 0 ? violated : [decision.policy];
+  return {
+    type: 'about:blank',
+    title: 'Too Many Requests',
+    status,
+    detail: `Rate limit ${names.map((n) => `"${n}"`).join(', ')} exceeded; retry in ${retryAfterSeconds(decision)} s.`,
+    'violated-policies': names,
+  };
+}
+
+/**
+ * Per-route options over an app's: the route's win. A route that gives a policy replaces the app's policy
+ * (in any spelling); a route that gives a limiter, or limiter options, replaces the other kind.
+ * @example mergeHttpOptions({ policy: '100/1m', store }, { policy: '5/15m', failMode: 'closed' })
+ */
+export function mergeHttpOptions<T extends object>(app: T, route: Partial<T>): T {
+  const merged: Record<string, unknown> = { ...(app as Record<string, unknown>) };
+  const r = route as Record<string, unknown>;
+  const given = (name: string) => r[name] !== undefined;
+  if (Object.keys(r).some((n) => given(n) && POLICY_OPTIONS.has(n))) for (const n of POLICY_OPTIONS) delete merged[n];
+  if (given('limiter')) for (const n of LIMITER_OPTIONS) delete merged[n];
+  else if ([...LIMITER_OPTIONS].some(given) && merged.limiter !== undefined) {
+    badOption('limiter', 'absent on the app when a route sets limiter options: give the app a store instead', 'a Limiter');
+  }
+  if (given('key')) delete merged.keyGenerator;
+  if (given('keyGenerator')) delete merged.key;
+  for (const n of Object.keys(r)) if (given(n)) merged[n] = r[n];
+  return merged as T;
+}
