@@ -1,0 +1,109 @@
+import { httpLimit, mergeHttpOptions } from './http.js';
+import { createLimiter } from './limiter.js';
+import { memoryStore } from './memory-store.js';
+
+type Req = { id?: unknown; ip?: string };
+const ipOf = (req: Req) => () => req.ip;
+
+describe('httpLimit options', () => {
+  it.each([
+    [{ policy: '3/1m', headers: 'nope' }, /headers must be 'draft', 'legacy', 'both' or false, got "nope"/],
+    [{ policy: '3/1m', statusCode: 200 }, /statusCode must be an integer from 400 to 599/],
+    [{ policy: '3/1m', ipv6Subnet: 0 }, /ipv6Subnet/],
+    [{ policy: '3/1m', scope: '' }, /scope must be a non-empty string/],
+    [{ policy: '3/1m', key: 'ip' }, /key must be a function/],
+    [{ policy: '3/1m', windowMs: 1000, limit: 3 }, /policy must be given alone/],
+    [{ windowMs: 1000 }, /limit must be a positive integer when windowMs/],
+    [{ max: 3, timeWindow: '3 fortnights' }, /timeWindow must be/],
+    [{}, /policy must be given/],
+    [{ policy: '3/1m', bogus: 1 }, /bogus must be absent/],
+    [{ limiter: createLimiter({ policy: '1/1m' }), policy: '3/1m' }, /policy must be absent when limiter is given/],
+    [{ policy: { limit: -1, window: '1m' } }, /policy.limit must be a positive integer, got -1/],
+  ])('%j throws naming the option', (options, message) => {
+    expect(() => httpLimit(options as never)).toThrow(message);
+  });
+
+  it.each([
+    [{ windowMs: 60_000, limit: 3 }, 3, 60_000],
+    [{ windowMs: 1000, max: 7 }, 7, 1000],
+    [{ max: 5, timeWindow: '1 minute' }, 5, 60_000],
+    [{ max: 5, timeWindow: '2 hours' }, 5, 7_200_000],
+    [{ max: 5, timeWindow: '30s' }, 5, 30_000],
+    [{ max: 5, timeWindow: 500 }, 5, 500],
+  ])('peer spelling %j is a policy of %d per %d ms', async (options, limit, windowMs) => {
+    const d = await (await httpLimit<Req>(options).check({ ip: '1.2.3.4' }, 'GET /', ipOf({ ip: '1.2.3.4' })))!.decision;
+    expect(d.policies[0]).toMatchObject({ limit, windowMs });
+  });
+});
+
+describe('httpLimit.check', () => {
+  it('counts per route by default, shares a counter by scope, and keys by IP', async () => {
+    const store = memoryStore();
+    const a = httpLimit<Req>({ policy: '1/1m', store });
+    const b = httpLimit<Req>({ policy: '1/1m', store, scope: 'shared' });
+    const c = httpLimit<Req>({ policy: '1/1m', store, scope: 'shared' });
+    const req = { ip: '10.0.0.1' };
+    expect((await a.check(req, 'GET /a', ipOf(req)))!.limited).toBe(false);
+    expect((await a.check(req, 'GET /b', ipOf(req)))!.limited).toBe(false);
+    expect((await a.check(req, 'GET /a', ipOf(req)))!.limited).toBe(true);
+    expect((await a.check({ ip: '10.0.0.2' }, 'GET /a', ipOf({ ip: '10.0.0.2' })))!.limited).toBe(false);
+    expect((await b.check(req, 'GET /x', ipOf(req)))!.limited).toBe(false);
+    expect((await c.check(req, 'GET /y', ipOf(req)))!.limited).toBe(true);
+  });
+
+  it('a key function that returns a non-string is an error, not a shared bucket', async () => {
+    const limit = httpLimit<Req>({ policy: '1/1m', key: (req) => req.id as string });
+    await expect(limit.check({ id: undefined }, 'GET /', () => '1.1.1.1')).rejects.toThrow('key(req) must return a string, got undefined');
+    await expect(limit.check({ id: 42 }, 'GET /', () => '1.1.1.1')).rejects.toMatchObject({ code: 'ERR_SLUICE_KEY' });
+  });
+
+  it('a bad cost is an error naming cost', async () => {
+    const limit = httpLimit<Req>({ policy: '1/1m', cost: async () => -2 });
+    await expect(limit.check({}, 'GET /', () => '1.1.1.1')).rejects.toThrow(/cost must be a positive finite number/);
+  });
+
+  it('skip, sync and async', async () => {
+    const limit = httpLimit<Req>({ policy: '1/1m', skip: async (req) => req.id === 'admin' });
+    expect(await limit.check({ id: 'admin' }, 'GET /', () => '1.1.1.1')).toBeUndefined();
+  });
+
+  it('limited responses: problem+json by default, message as text, JSON or a function', async () => {
+    const store = memoryStore();
+    const deny = async (message?: unknown) => {
+      const limit = httpLimit<Req>({ policy: '1/1m', store, message: message as never, scope: String(Math.random()) });
+      await limit.check({}, 'GET /', () => '1.1.1.1');
+      const v = (await limit.check({}, 'GET /', () => '1.1.1.1'))!;
+      return limit.limitedResponse(v.decision, {});
+    };
+    const problem = await deny();
+    expect(problem.contentType).toBe('application/problem+json');
+    expect(JSON.parse(problem.body)).toMatchObject({ title: 'Too Many Requests', status: 429, 'violated-policies': ['1-per-60s'] });
+    expect(await deny('slow down')).toEqual({ status: 429, contentType: 'text/plain; charset=utf-8', body: 'slow down' });
+    expect((await deny({ error: 'x' })).body).toBe('{"error":"x"}');
+    expect((await deny(async (d: { policy: string }) => `over ${d.policy}`)).body).toBe('over 1-per-60s');
+  });
+});
+
+describe('mergeHttpOptions', () => {
+  const store = memoryStore();
+  it('a route policy in any spelling replaces the app policy; other options merge', () => {
+    expect(mergeHttpOptions({ policy: '100/1m', store, failMode: 'open' as const }, { max: 5, timeWindow: '1m' })).toEqual({
+      store,
+      failMode: 'open',
+      max: 5,
+      timeWindow: '1m',
+    });
+    expect(mergeHttpOptions({ max: 100, failMode: 'open' as const }, { policy: '5/1m', failMode: 'closed' as const })).toEqual({
+      policy: '5/1m',
+      failMode: 'closed',
+    });
+  });
+  it('a route limiter replaces the app limiter options, and limiter options cannot extend an app limiter', () => {
+    const limiter = createLimiter({ policy: '1/1m' });
+    expect(mergeHttpOptions<Record<string, unknown>>({ policy: '100/1m', store, scope: 's' }, { limiter })).toEqual({
+      scope: 's',
+      limiter,
+    });
+    expect(() => mergeHttpOptions<Record<string, unknown>>({ limiter }, { policy: '5/1m' })).toThrow(/limiter must be absent on the app/);
+  });
+});
