@@ -87,13 +87,13 @@ describe('httpLimit.check', () => {
 describe('mergeHttpOptions', () => {
   const store = memoryStore();
   it('a route policy in any spelling replaces the app policy; other options merge', () => {
-    expect(mergeHttpOptions({ policy: '100/1m', store, failMode: 'open' as const }, { max: 5, timeWindow: '1m' })).toEqual({
+    expect(mergeHttpOptions<Record<string, unknown>>({ policy: '100/1m', store, failMode: 'open' }, { max: 5, timeWindow: '1m' })).toEqual({
       store,
       failMode: 'open',
       max: 5,
       timeWindow: '1m',
     });
-    expect(mergeHttpOptions({ max: 100, failMode: 'open' as const }, { policy: '5/1m', failMode: 'closed' as const })).toEqual({
+    expect(mergeHttpOptions<Record<string, unknown>>({ max: 100, failMode: 'open' }, { policy: '5/1m', failMode: 'closed' })).toEqual({
       policy: '5/1m',
       failMode: 'closed',
     });
