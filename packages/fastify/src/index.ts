@@ -55,7 +55,8 @@ export class RateLimitError extends Error {
   }
 }
 
-const OWN = ['onLimited', 'hook', 'global'];
+const PLUGIN_OWN = ['onLimited', 'hook', 'global'];
+const ROUTE_OWN = ['onLimited'];
 
 function makeHook(
   limit: HttpLimit<FastifyRequest>,
@@ -85,7 +86,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   if (app.store === undefined && app.limiter === undefined) app.store = memoryStore();
   if (hook !== 'onRequest' && hook !== 'preHandler') badOption('hook', "'onRequest' or 'preHandler'", hook);
   if (typeof global !== 'boolean') badOption('global', 'a boolean', global);
-  const appLimit = global ? httpLimit<FastifyRequest>(app, OWN) : undefined;
+  const appLimit = global ? httpLimit<FastifyRequest>(app, PLUGIN_OWN) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
@@ -94,7 +95,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
     const merged = config === undefined ? app : mergeHttpOptions(app, config);
-    const limit = config === undefined ? (appLimit as HttpLimit<FastifyRequest>) : httpLimit<FastifyRequest>(merged, OWN);
+    const limit = config === undefined ? (appLimit as HttpLimit<FastifyRequest>) : httpLimit<FastifyRequest>(merged, ROUTE_OWN);
     const onLimited = merged.onLimited;
     if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
     const handler = makeHook(limit, route.url, onLimited);
