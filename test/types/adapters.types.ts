@@ -1,0 +1,146 @@
+// Type test for the adapters: never run, only type-checked by `pnpm typecheck` (root tsconfig includes test/).
+// Every `@ts-expect-error` marks a wrong use that must NOT type-check: if the adapters' types accept it, the directive
+// is unused and tsc fails. Each wrong use sits alone on the line after its directive.
+import Router from '@koa/router';
+import { createLimiter, type Decision } from '@sluice/core';
+import expressRateLimitDefault, { rateLimit as expressRateLimit } from '@sluice/express';
+import fastifyRateLimit, { rateLimit as fastifyRateLimitNamed } from '@sluice/fastify';
+import koaRateLimitDefault, { rateLimit as koaRateLimit } from '@sluice/koa';
+import express from 'express';
+import Fastify, { type FastifyContextConfig } from 'fastify';
+import Koa from 'koa';
+
+declare const decisionSink: (d: Decision | undefined) => void;
+
+// ------------------------------------------------------------------ Express
+{
+  const app = express();
+  app.set('trust proxy', true);
+  app.use(expressRateLimit({ policy: '100/1m' }));
+  app.use(expressRateLimitDefault({ policy: { limit: 100, window: '1m', algorithm: 'sliding-window' }, headers: 'both' }));
+  app.post('/login', expressRateLimit({ policy: '5/15m', failMode: 'closed', scope: 'login' }), (req, res) => {
+    const decision: Decision | undefined = req.rateLimit;
+    decisionSink(decision);
+    const remaining: number | undefined = req.rateLimit?.remaining;
+    // @ts-expect-error req.rateLimit is a Decision, not any
+    req.rateLimit?.nope;
+    res.json({ remaining });
+  });
+  expressRateLimit({
+    policy: ['10/s', '100/1m'],
+    key: (req) => req.ip ?? 'unknown',
+    cost: async (req) => (req.method === 'POST' ? 5 : 1),
+    skip: (req) => req.path === '/health',
+    headers: false,
+    statusCode: 503,
+    ipv6Subnet: 64,
+    message: (decision) => ({ retryInMs: decision.retryAfterMs }),
+    onLimited: (_req, res, _next, decision) => {
+      res.status(429).json({ policy: decision.policy });
+    },
+  });
+  expressRateLimit({ policy: '1/s', message: 'Slow down' });
+  expressRateLimit({ policy: '1/s', message: { error: 'slow' } });
+  expressRateLimit({ limiter: createLimiter({ policy: '1/s' }) });
+  // express-rate-limit spellings
+  expressRateLimit({ windowMs: 60_000, limit: 100 });
+  expressRateLimit({ windowMs: 60_000, max: 100, keyGenerator: (req) => req.ip ?? '' });
+
+  // @ts-expect-error headers must be 'draft' | 'legacy' | 'both' | false
+  expressRateLimit({ policy: '1/s', headers: 'nope' });
+  // @ts-expect-error failMode must be 'open' | 'closed'
+  expressRateLimit({ policy: '1/s', failMode: 'sometimes' });
+  // @ts-expect-error key must return a string
+  expressRateLimit({ policy: '1/s', key: () => 42 });
+  // @ts-expect-error cost must return a number
+  expressRateLimit({ policy: '1/s', cost: () => 'one' });
+  // @ts-expect-error skip must return a boolean
+  expressRateLimit({ policy: '1/s', skip: () => 'yes' });
+  // @ts-expect-error a misspelt option is caught
+  expressRateLimit({ policy: '1/s', scopee: 'login' });
+  // @ts-expect-error the key function gets an Express Request
+  expressRateLimit({ policy: '1/s', key: (req) => req.nope });
+  // @ts-expect-error onLimited gets a Decision
+  expressRateLimit({ policy: '1/s', onLimited: (_req, _res, _next, decision) => decision.nope });
+  // @ts-expect-error a policy is a string like '100/1m' or an object
+  expressRateLimit({ policy: 100 });
+}
+
+// ------------------------------------------------------------------ Fastify
+async function fastifyTypes() {
+  const app = Fastify({ trustProxy: true });
+  await app.register(fastifyRateLimit, { policy: '100/1m' });
+  await app.register(fastifyRateLimitNamed, { policy: '100/1m', hook: 'preHandler', global: false });
+  await app.register(fastifyRateLimit, { max: 100, timeWindow: '1 minute' });
+  await app.register(fastifyRateLimit, { max: 100, timeWindow: 60_000 });
+  await app.register(fastifyRateLimit, {
+    policy: '100/1m',
+    key: (request) => request.ip,
+    cost: async () => 2,
+    skip: (request) => request.url === '/health',
+    onLimited: async (_request, reply, decision) => {
+      reply.code(429).send({ policy: decision.policy });
+    },
+  });
+
+  app.post('/login', { config: { rateLimit: { policy: '5/15m', failMode: 'closed' } } }, async (request) => {
+    const decision: Decision | undefined = request.rateLimit;
+    decisionSink(decision);
+    // @ts-expect-error request.rateLimit is a Decision, not any
+    request.rateLimit?.nope;
+    return { remaining: request.rateLimit?.remaining };
+  });
+  app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+  app.get('/spelled', { config: { rateLimit: { max: 5, timeWindow: '1 minute' } } }, async () => 'ok');
+
+  // Fastify infers a route's ContextConfig generic from the literal, so `app.get(path, { config: { rateLimit: true } })`
+  // type-checks whatever the plugin declares; the declaration merging itself is checked on FastifyContextConfig.
+  const config: FastifyContextConfig = { rateLimit: { policy: '1/s' } };
+  void config;
+  // @ts-expect-error config.rateLimit is options or false, not true
+  const wrong: FastifyContextConfig = { rateLimit: true };
+  void wrong;
+  // @ts-expect-error route options are checked too
+  app.get('/b', { config: { rateLimit: { headers: 'nope' } } }, async () => 'ok');
+  // @ts-expect-error hook is 'onRequest' | 'preHandler'
+  await app.register(fastifyRateLimit, { policy: '1/s', hook: 'onSend' });
+  // @ts-expect-error headers must be 'draft' | 'legacy' | 'both' | false
+  await app.register(fastifyRateLimit, { policy: '1/s', headers: 'nope' });
+  // @ts-expect-error key must return a string
+  await app.register(fastifyRateLimit, { policy: '1/s', key: () => 42 });
+  // @ts-expect-error onLimited gets a Decision
+  await app.register(fastifyRateLimit, { policy: '1/s', onLimited: (_request, _reply, decision) => decision.nope });
+}
+void fastifyTypes;
+
+// ------------------------------------------------------------------ Koa
+{
+  const app = new Koa();
+  app.proxy = true;
+  app.use(koaRateLimit({ policy: '100/1m' }));
+  app.use(koaRateLimitDefault({ policy: '100/1m', headers: 'legacy' }));
+  const router = new Router();
+  router.post('/login', koaRateLimit({ policy: '5/15m', failMode: 'closed' }), (ctx) => {
+    const decision: Decision | undefined = ctx.state.rateLimit;
+    decisionSink(decision);
+    // @ts-expect-error ctx.state.rateLimit is a Decision, not any
+    ctx.state.rateLimit?.nope;
+    ctx.body = { remaining: ctx.state.rateLimit?.remaining };
+  });
+  app.use(router.routes());
+  koaRateLimit({
+    policy: '1/s',
+    key: (ctx) => ctx.ip,
+    onLimited: (ctx, decision) => {
+      ctx.status = 429;
+      ctx.body = { policy: decision.policy };
+    },
+  });
+
+  // @ts-expect-error headers must be 'draft' | 'legacy' | 'both' | false
+  koaRateLimit({ policy: '1/s', headers: 'nope' });
+  // @ts-expect-error key must return a string
+  koaRateLimit({ policy: '1/s', key: () => 42 });
+  // @ts-expect-error onLimited gets a Decision
+  koaRateLimit({ policy: '1/s', onLimited: (_ctx, decision) => decision.nope });
+}
