@@ -66,8 +66,12 @@ interface Hit {
   contentType: string;
 }
 
-async function hit(running: Running, path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Hit> {
-  const res = await fetch(running.url + path, { method: init.method ?? 'GET', headers: init.headers });
+async function hit(
+  running: Running,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Hit> {
+  const res = await fetch(running.url + path, { method: init.method ?? 'GET', headers: init.headers, body: init.body });
   const text = await res.text();
   let json: unknown;
   try {
@@ -137,7 +141,8 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
   // 1. Policy 3/1m: status codes, draft-10 headers, Retry-After, problem+json, header modes.
   describe('policy 3/1m', () => {
     it('three 2xx, then 429 with Retry-After, draft-10 headers parsed, problem+json body', async () => {
-      const app = await start({ app: { ...fresh(), policy: '3/1m' }, routes: [GET('/r')] });
+      const options = { ...fresh(), policy: '3/1m' };
+      const app = await start({ app: options, routes: [GET('/r')] });
       for (const expected of [2, 1, 0]) {
         const res = await hit(app, '/r');
         expect(res.status).toBe(200);
@@ -167,6 +172,32 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect(problem.type ?? 'about:blank').toBe('about:blank');
       expect((problem.title as string).length).toBeGreaterThan(0);
       expect((problem.detail as string).length).toBeGreaterThan(0);
+      // The counter lives in Redis, under the prefix.
+      expect((await client.keys(`${options.prefix}:*`)).length).toBeGreaterThan(0);
+    });
+
+    it('several policies: one list member per policy; the 429 names only the violated one', async () => {
+      const app = await start({ app: { ...fresh(), policy: ['2/1m', '10/1h'] }, routes: [GET('/r')] });
+      const first = await hit(app, '/r');
+      expect(first.status).toBe(200);
+      expect(parseRateLimitPolicy(first.headers.get('ratelimit-policy'))).toEqual([
+        { name: '2-per-60s', q: 2, w: 60 },
+        { name: '10-per-3600s', q: 10, w: 3600 },
+      ]);
+      expect(parseRateLimit(first.headers.get('ratelimit')).map(({ name, r }) => [name, r])).toEqual([
+        ['2-per-60s', 1],
+        ['10-per-3600s', 9],
+      ]);
+      expect((await hit(app, '/r')).status).toBe(200);
+      const denied = await hit(app, '/r');
+      expect(denied.status).toBe(429);
+      expect((denied.json as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
+      const limits = parseRateLimit(denied.headers.get('ratelimit'));
+      expect(limits.map(({ name, r }) => [name, r])).toEqual([
+        ['2-per-60s', 0],
+        ['10-per-3600s', 8], // a denial charges none
+      ]);
+      expect(limits[0]!.t).toBe(retryAfter(denied));
     });
 
     it.each<[string | false, string[]]>([
@@ -241,6 +272,14 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect((await hit(app, '/b')).status).toBe(429);
     });
 
+    it('the same path under two methods counts apart', async () => {
+      const opts = { ...fresh(), policy: '1/1m' };
+      const app = await start({ routes: [GET('/login', opts), { method: 'POST', path: '/login', options: opts }] });
+      expect((await hit(app, '/login', { method: 'POST' })).status).toBe(200);
+      expect((await hit(app, '/login')).status).toBe(200);
+      expect((await hit(app, '/login', { method: 'POST' })).status).toBe(429);
+    });
+
     it('a parameterized route counts per pattern, not per URL', async () => {
       const app = await start({ routes: [GET('/users/:id', { ...fresh(), policy: '1/1m' })] });
       expect((await hit(app, '/users/1')).status).toBe(200);
@@ -254,6 +293,26 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         expect((await hit(app, '/x')).status).toBe(200);
         expect((await hit(app, '/x')).status).toBe(429);
         expect((await hit(app, '/health')).status).toBe(200);
+      });
+
+      it('global false: only routes with config.rateLimit are limited', async () => {
+        const app = await start({ app: { ...fresh(), policy: '1/1m', global: false }, routes: [GET('/free'), GET('/limited', {})] });
+        for (let i = 0; i < 3; i++) expect((await hit(app, '/free')).status).toBe(200);
+        expect((await hit(app, '/limited')).status).toBe(200);
+        expect((await hit(app, '/limited')).status).toBe(429);
+      });
+
+      it("hook 'preHandler': the key can read the parsed body", async () => {
+        const key = (request: unknown) => String((request as { body?: { user?: string } }).body?.user);
+        const app = await start({
+          app: { ...fresh(), policy: '1/1m', hook: 'preHandler', key },
+          routes: [{ method: 'POST', path: '/login' }],
+        });
+        const as = (user: string) =>
+          hit(app, '/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user }) });
+        expect((await as('ann')).status).toBe(200);
+        expect((await as('bob')).status).toBe(200);
+        expect((await as('ann')).status).toBe(429);
       });
 
       it('a route override more lenient than the plugin wins', async () => {
