@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
+import { createLimiter, type Decision, type LimiterEvent, redisStore, type Store } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
 import { scriptCalls, startCluster, startRedis } from './support/redis';
@@ -90,6 +90,51 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
     expect(decisions.filter((d) => d.shadowed)).toHaveLength(15);
     expect(events.filter((e) => e.type === 'shadow-denied')).toHaveLength(15);
   });
+
+  it('shadow mode reports each would-be denial whichever tier answers it (store, deny cache, prefilter), and no denial', async () => {
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '5/1h',
+      prefilter: '8/1h',
+      shadow: true,
+      store: redisStore({ client }),
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
+    const decisions: Decision[] = [];
+    for (let i = 0; i < 20; i++) decisions.push(await limiter.consume('k'));
+    // 1-5 pass; 6 is denied by the store, 7-8 by the deny cache; 9-20 by the prefilter.
+    expect(decisions.every((d) => d.allowed && d.retryAfterMs === 0)).toBe(true);
+    expect(decisions.map((d) => d.shadowed === true)).toEqual(Array.from({ length: 20 }, (_, i) => i >= 5));
+    expect(events.filter((e) => e.type === 'denied')).toHaveLength(0);
+    const reported = events.filter((e) => e.type === 'shadow-denied');
+    expect(reported).toHaveLength(15);
+    expect(reported.every((e) => e.key === 'k' && e.decision?.allowed === false && e.decision.retryAfterMs > 0)).toBe(true);
+    expect(reported.map((e) => e.decision?.source)).toEqual([
+      'store',
+      'deny-cache',
+      'deny-cache',
+      ...Array.from({ length: 12 }, () => 'prefilter'),
+    ]);
+  });
+
+  it('shadow mode also lets through and reports what the fail-closed fallback would deny while the store is down', async () => {
+    const events: LimiterEvent[] = [];
+    const down: Store = {
+      local: false,
+      decide: () => Promise.reject(new Error('store down')),
+      reset: async () => {},
+      close: async () => {},
+    };
+    const limiter = createLimiter({ policy: '2/1h', shadow: true, store: down, onEvent: (e) => events.push(e) });
+    const decisions: Decision[] = [];
+    for (let i = 0; i < 5; i++) decisions.push(await limiter.consume('k'));
+    expect(decisions.every((d) => d.allowed && d.source === 'fallback')).toBe(true);
+    expect(decisions.filter((d) => d.shadowed)).toHaveLength(3);
+    const reported = events.filter((e) => e.type === 'shadow-denied');
+    expect(reported.map((e) => e.decision?.source)).toEqual(['fallback', 'fallback', 'fallback']);
+    expect(events.filter((e) => e.type === 'denied')).toHaveLength(0);
+  });
 });
 
 describe('shards on a Redis Cluster', () => {
@@ -99,30 +144,46 @@ describe('shards on a Redis Cluster', () => {
   }, 60_000);
   afterAll(() => cluster.stop());
 
-  it('spreads one hot key over every master, and 4 processes at 1000/1h admit between 970 and 1000', async () => {
-    const prefix = unique();
-    const masters = await Promise.all(
-      (await cluster.masters()).map(async (port: number) => {
-        const c = new Redis({ port });
-        await c.config('RESETSTAT');
-        return c;
-      }),
+  /** Runs test/consumers/shard-child.cjs: 1,000 concurrent consumes at 'hot' (1000/1h) from startAt on; resolves to the admitted. */
+  const fire = (prefix: string, startAt: number, shards: number) =>
+    new Promise<number>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [join(__dirname, 'consumers', 'shard-child.cjs'), JSON.stringify(cluster.startupNodes()), prefix, String(startAt), String(shards)],
+        { timeout: 30_000 },
+        (error, out) => (error ? reject(error) : resolve(Number(out.trim()))),
+      ),
     );
-    const run = () =>
-      new Promise<number>((resolve, reject) =>
-        execFile(
-          process.execPath,
-          [join(__dirname, 'consumers', 'shard-child.cjs'), JSON.stringify(cluster.startupNodes()), prefix],
-          { timeout: 30_000 },
-          (error, out) => (error ? reject(error) : resolve(Number(out.trim()))),
-        ),
-      );
-    const admitted = (await Promise.all([run(), run(), run(), run()])).reduce((a, b) => a + b, 0);
+
+  /** Script calls each master counted while `run` ran. */
+  async function perMaster<T>(run: () => Promise<T>): Promise<{ result: T; calls: number[] }> {
+    const masters = (await cluster.masters()).map((port: number) => new Redis({ port }));
+    try {
+      await Promise.all(masters.map((c) => c.config('RESETSTAT')));
+      const result = await run();
+      return { result, calls: await Promise.all(masters.map(scriptCalls)) };
+    } finally {
+      for (const c of masters) c.disconnect();
+    }
+  }
+
+  it('without shards, one hot key lands on one master only', async () => {
+    const { result, calls } = await perMaster(() => fire(unique(), Date.now(), 1));
+    expect(result).toBe(1000);
+    expect(calls.filter((c) => c > 0)).toHaveLength(1);
+  });
+
+  it('shards: 8 spread one hot key over every master, and 4 processes firing at once at 1000/1h admit between 970 and 1000', async () => {
+    const prefix = unique();
+    // Each process connects first, then all fire at the same moment.
+    const startAt = Date.now() + 3000;
+    const { result, calls } = await perMaster(() => Promise.all([0, 1, 2, 3].map(() => fire(prefix, startAt, 8))));
+    const admitted = result.reduce((a, b) => a + b, 0);
     expect(admitted).toBeGreaterThanOrEqual(970);
     expect(admitted).toBeLessThanOrEqual(1000);
-    const perMaster = await Promise.all(masters.map(scriptCalls));
-    for (const calls of perMaster) expect(calls).toBeGreaterThan(0);
-    for (const c of masters) c.disconnect();
+    // 8 shards on 3 masters: each holds at least one, so each takes a real share, not a stray call.
+    const total = calls.reduce((a, b) => a + b, 0);
+    for (const c of calls) expect(c / total).toBeGreaterThanOrEqual(0.1);
   });
 
   it('a two-policy sharded limiter keeps each shard in one slot', async () => {
