@@ -3,8 +3,10 @@
 -- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
 -- ARGV[2]        P, the number of policy specs that follow
 -- ARGV[3..2+4P]  per spec: algorithm ('tb' | 'fw' | 'sw' | 'sl'), limit, window ms, burst
--- then per decision: op ('c' consume | 'p' peek), cost, n, and n spec numbers (1-based)
--- Reply: per decision: allowed (1 | 0), then per policy: remaining, resetMs, retryAfterMs.
+-- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
+-- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
+-- Reply: per decision, per policy: remaining, resetMs, retryAfterMs. A decision is allowed when every
+-- retryAfterMs is 0: each algorithm answers a denial with retryAfterMs >= 1.
 -- A decision passes only if every policy passes, and a denial charges none of them.
 local ALGORITHMS = { tb = token_bucket, fw = fixed_window, sw = sliding_window, sl = sliding_log }
 
@@ -32,45 +34,53 @@ local a = 3 + nspecs * 4
 local k = 1
 local nargs = #ARGV
 while a <= nargs do
-  local consume = ARGV[a] == 'c'
-  local cost = tonumber(ARGV[a + 1])
-  local n = tonumber(ARGV[a + 2])
+  local count = tonumber(ARGV[a])
+  local consume = ARGV[a + 1] == 'c'
+  local cost = tonumber(ARGV[a + 2])
+  local n = tonumber(ARGV[a + 3])
   if n == 1 then
     -- One policy: check and charge in one pass.
-    local spec = specs[tonumber(ARGV[a + 3])]
-    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, consume, slack)
-    reply[r + 1] = ok and 1 or 0
-    reply[r + 2] = remaining
-    reply[r + 3] = reset
-    reply[r + 4] = retry
-    r = r + 4
-  else
-    -- Several: check all before charging any.
-    local results = {}
-    local allowed = true
-    for i = 1, n do
-      local spec = specs[tonumber(ARGV[a + 2 + i])]
-      local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false, slack)
-      results[i] = { remaining, reset, retry }
-      allowed = allowed and ok
-    end
-    if allowed and consume then
-      for i = 1, n do
-        local spec = specs[tonumber(ARGV[a + 2 + i])]
-        local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
-        results[i] = { remaining, reset, retry }
-      end
-    end
-    r = r + 1
-    reply[r] = allowed and 1 or 0
-    for i = 1, n do
-      reply[r + 1] = results[i][1]
-      reply[r + 2] = results[i][2]
-      reply[r + 3] = results[i][3]
+    local spec = specs[tonumber(ARGV[a + 4])]
+    local step, limit, window, burst = spec[1], spec[2], spec[3], spec[4]
+    for _ = 1, count do
+      local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume, slack)
+      reply[r + 1] = remaining
+      reply[r + 2] = reset
+      reply[r + 3] = retry
       r = r + 3
+      k = k + 1
+    end
+  else
+    local run = {}
+    for i = 1, n do
+      run[i] = specs[tonumber(ARGV[a + 3 + i])]
+    end
+    for _ = 1, count do
+      -- Several: check all before charging any.
+      local results = {}
+      local allowed = true
+      for i = 1, n do
+        local spec = run[i]
+        local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false, slack)
+        results[i] = { remaining, reset, retry }
+        allowed = allowed and ok
+      end
+      if allowed and consume then
+        for i = 1, n do
+          local spec = run[i]
+          local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
+          results[i] = { remaining, reset, retry }
+        end
+      end
+      for i = 1, n do
+        reply[r + 1] = results[i][1]
+        reply[r + 2] = results[i][2]
+        reply[r + 3] = results[i][3]
+        r = r + 3
+      end
+      k = k + n
     end
   end
-  a = a + 3 + n
-  k = k + n
+  a = a + 4 + n
 end
 return reply

@@ -1,27 +1,39 @@
 -- token-bucket: capacity `burst`, refilled by `limit` tokens per `window` ms, continuously.
+-- Stored as GCRA: the key holds TAT, the instant (µs, server clock) at which the bucket is full again,
+-- so tokens(now) = burst - max(0, TAT - now) * limit / window. TAT is kept exactly as q + r / limit
+-- (q whole µs, 0 <= r < limit): the value is the integer string "q" when r is 0 (any limit that divides
+-- cost * window in µs), else "q r". Arithmetic is on tokens scaled by the window in µs (W), where
+-- whole costs, limits and windows stay exact integers, so no rounding drifts the count.
 -- Contract: token_bucket(key, now, limit, window, burst, cost, apply, slack)
---   key    KEYS entry holding the string "tokens ts" (both %.17g; a missing key is a full bucket)
 --   now    ms on the server clock; window, slack in ms; apply: charge `cost` if it passes
--- Reply: ok, remaining (integer), resetMs (to full), retryAfterMs (0 when ok)
+-- Reply: ok, remaining (integer), resetMs (to full), retryAfterMs (0 when ok, else >= 1)
 local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
-  local tokens, ts = burst, now
+  local t = math.floor(now * 1000 + 0.5)
+  local w = window * 1000
+  -- debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
+  local debt = 0
   local raw = redis.call('GET', key)
   if raw then
-    local sp = string.find(raw, ' ', 1, true)
-    tokens = tonumber(string.sub(raw, 1, sp - 1))
-    ts = tonumber(string.sub(raw, sp + 1))
+    local q, r = tonumber(raw), 0
+    if q == nil then
+      local sp = string.find(raw, ' ', 1, true)
+      q = tonumber(string.sub(raw, 1, sp - 1))
+      r = tonumber(string.sub(raw, sp + 1))
+    end
+    -- A clock that steps back (fail-over to another server) sees fewer tokens, never a second refill.
+    debt = math.max(0, (q - t) * limit + r)
   end
-  local rate = limit / window
-  -- A clock that steps back (fail-over to another server) must not refill twice.
-  local t = math.max(now, ts)
-  tokens = math.min(burst, tokens + (t - ts) * rate)
-  local ok = tokens >= cost
+  local need = cost * w
+  local ok = burst * w - debt >= need
   if ok and apply then
-    tokens = tokens - cost
-    -- The key expires exactly when the bucket is full again, which equals a missing key.
-    redis.call('SET', key, string.format('%.17g %.17g', tokens, t), 'PX', math.ceil((burst - tokens) / rate) + slack)
+    debt = debt + need
+    local dq = math.floor(debt / limit)
+    local r = debt - dq * limit
+    -- The key expires when the bucket is full again, which equals a missing key.
+    local value = r == 0 and string.format('%d', t + dq) or string.format('%d %.17g', t + dq, r)
+    redis.call('SET', key, value, 'PX', math.ceil(debt / (limit * 1000)) + slack)
   end
   local retry = 0
-  if not ok then retry = math.max(1, math.ceil((cost - tokens) / rate)) end
-  return ok, math.max(0, math.floor(tokens)), math.ceil((burst - tokens) / rate), retry
+  if not ok then retry = math.max(1, math.ceil((need - (burst * w - debt)) / (limit * 1000))) end
+  return ok, math.max(0, math.floor((burst * w - debt) / w)), math.ceil(debt / (limit * 1000)), retry
 end

@@ -22,29 +22,49 @@ describe('@sluice/core on a real Redis', () => {
 
   it('the Lua scripts and the memory store decide the same on random sequences (property)', async () => {
     const op = fc.oneof(
-      fc.record({ kind: fc.constant('consume' as const), cost: fc.integer({ min: 1, max: 5 }) }),
+      // Whole costs, and fractional ones (used as whole numbers when a sliding-log policy is in play).
+      fc.record({ kind: fc.constant('consume' as const), cost: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.5, 1.5, 2.25)) }),
       fc.record({ kind: fc.constant('peek' as const) }),
-      fc.record({ kind: fc.constant('step' as const), ms: fc.integer({ min: 0, max: 120_000 }) }),
+      fc.record({
+        kind: fc.constant('step' as const),
+        ms: fc.oneof(fc.integer({ min: 0, max: 120_000 }), fc.integer({ min: 0, max: 20 })),
+      }),
     );
-    const policy = fc.record({
-      limit: fc.integer({ min: 1, max: 20 }),
-      window: fc.integer({ min: 1000, max: 60_000 }),
-      algorithm: fc.constantFrom(...ALGORITHMS),
-    });
+    const policy = fc.oneof(
+      fc.record({
+        limit: fc.integer({ min: 1, max: 20 }),
+        window: fc.integer({ min: 1000, max: 60_000 }),
+        algorithm: fc.constantFrom(...ALGORITHMS),
+      }),
+      // Dense: a token's refill is a fraction of a µs or of a ms, where rounding would show.
+      fc.record({
+        limit: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1000, max: 20_000 })),
+        window: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.constantFrom(1, 1.5, 2, 7.25, 333.333)),
+        algorithm: fc.constantFrom(...ALGORITHMS),
+      }),
+      fc.record({
+        limit: fc.integer({ min: 1, max: 20 }),
+        window: fc.integer({ min: 1000, max: 60_000 }),
+        algorithm: fc.constant('token-bucket' as const),
+        burst: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(1.5, 12.75)),
+      }),
+    );
     await fc.assert(
       fc.asyncProperty(fc.array(policy, { minLength: 1, maxLength: 2 }), fc.array(op, { maxLength: 30 }), async (policies, ops) => {
         if (policies.length === 2 && policies[0]!.limit === policies[1]!.limit && policies[0]!.window === policies[1]!.window) return;
+        const whole = policies.some((p) => p.algorithm === 'sliding-log');
         let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
         const clock = () => now;
         const prefix = unique();
-        const inRedis = createLimiter({ policy: policies, store: redisStore({ client, clock }), prefix, denyCache: false });
+        const inRedis = createLimiter({ policy: policies, store: redisStore({ client, clock }), prefix, denyCache: false, timeout: 5000 });
         const inMemory = createLimiter({ policy: policies, store: memoryStore({ clock }), prefix });
         for (const o of ops) {
           if (o.kind === 'step') {
             now += o.ms;
             continue;
           }
-          const call = (l: typeof inRedis): Promise<Decision> => (o.kind === 'peek' ? l.peek('k') : l.consume('k', { cost: o.cost }));
+          const cost = o.kind === 'consume' && whole ? Math.ceil(o.cost) : o.kind === 'consume' ? o.cost : 1;
+          const call = (l: typeof inRedis): Promise<Decision> => (o.kind === 'peek' ? l.peek('k') : l.consume('k', { cost }));
           const [a, b] = await Promise.all([call(inRedis), call(inMemory)]);
           expect(a).toEqual(b);
         }

@@ -62,30 +62,54 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   function send(batch: Pending[]): void {
-    const specs = new Map<Policy, number>();
-    const specArgs: string[] = [];
+    // KEYS, then ARGV: now, P, the P specs, then runs of decisions alike (same policies, cost, op),
+    // each run one count and one shape however many decisions it stands for (see lua/decide.lua).
     const keys: string[] = [];
-    const ops: string[] = [];
+    const specArgs: string[] = [];
+    const runs: string[] = [];
+    const specs = new Map<Policy, string>();
+    let shape: StoreRequest | undefined;
+    let count = 0;
+    let countAt = 0;
     for (const { request } of batch) {
-      ops.push(request.peek ? 'p' : 'c', String(request.peek ? 1 : request.cost), String(request.policies.length));
-      request.policies.forEach((policy, i) => {
+      const { policies } = request;
+      for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
+      if (
+        shape !== undefined &&
+        policies === shape.policies &&
+        request.peek === shape.peek &&
+        (request.peek || request.cost === shape.cost)
+      ) {
+        count++;
+        continue;
+      }
+      if (shape !== undefined) runs[countAt] = String(count);
+      shape = request;
+      count = 1;
+      countAt = runs.length;
+      runs.push('', request.peek ? 'p' : 'c', request.peek ? '1' : String(request.cost), String(policies.length));
+      for (const policy of policies) {
         let spec = specs.get(policy);
         if (spec === undefined) {
-          spec = specs.size + 1;
+          spec = String(specs.size + 1);
           specs.set(policy, spec);
           specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), String(policy.burst));
         }
-        ops.push(String(spec));
-        keys.push(request.keys[i] as string);
-      });
+        runs.push(spec);
+      }
     }
-    const args = [...keys, clock ? String(clock()) : '', String(specs.size), ...specArgs, ...ops];
-    client.evalsha(SHA, keys.length, ...args).then(
+    runs[countAt] = String(count);
+    const numKeys = keys.length;
+    const args = keys;
+    args.push(clock ? String(clock()) : '', String(specs.size));
+    for (const x of specArgs) args.push(x);
+    for (const x of runs) args.push(x);
+    client.evalsha(SHA, numKeys, args).then(
       (reply) => settle(batch, reply as number[]),
       (error: unknown) => {
         // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
         if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) return fail(batch, error);
-        client.eval(DECIDE_SCRIPT, keys.length, ...args).then(
+        client.eval(DECIDE_SCRIPT, numKeys, args).then(
           (reply) => settle(batch, reply as number[]),
           (retryError: unknown) => fail(batch, retryError),
         );
@@ -109,14 +133,23 @@ export function redisStore(options: RedisStoreOptions): Store {
   };
 }
 
-/** The one parser of the script's reply: per decision, allowed, then remaining, resetMs, retryAfterMs per policy. */
+/**
+ * The one parser of the script's reply: per decision, per policy, remaining, resetMs, retryAfterMs.
+ * A decision is allowed when every policy's retryAfterMs is 0 (a denying policy answers >= 1).
+ */
 function settle(batch: Pending[], reply: number[]): void {
   let at = 0;
   for (const { request, resolve } of batch) {
-    const allowed = reply[at++] === 1;
-    const states: PolicyState[] = [];
-    for (let i = 0; i < request.policies.length; i++) {
-      states.push({ remaining: reply[at++] as number, resetMs: reply[at++] as number, retryAfterMs: reply[at++] as number });
+    let allowed = true;
+    const n = request.policies.length;
+    const states: PolicyState[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const remaining = reply[at] as number;
+      const resetMs = reply[at + 1] as number;
+      const retryAfterMs = reply[at + 2] as number;
+      at += 3;
+      if (retryAfterMs !== 0) allowed = false;
+      states[i] = { remaining, resetMs, retryAfterMs };
     }
     resolve({ allowed, states });
   }

@@ -1,24 +1,34 @@
 import type { AlgorithmStep } from './step.js';
 
-/** Mirrors lua/token-bucket.lua. */
+/**
+ * Mirrors lua/token-bucket.lua: GCRA, the instant the bucket is full again (TAT) as q + r / limit µs,
+ * q whole, 0 <= r < limit. Redis stores it as "q" (r = 0) or "q r".
+ */
 export interface TokenBucketState {
-  tokens: number;
-  ts: number;
+  q: number;
+  r: number;
 }
 
 export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost, apply) => {
-  const burst = p.burst;
-  let tokens = state ? state.tokens : burst;
-  const ts = state ? state.ts : now;
-  const rate = p.limit / p.windowMs;
-  const t = Math.max(now, ts);
-  tokens = Math.min(burst, tokens + (t - ts) * rate);
-  const ok = tokens >= cost;
+  const { limit, burst } = p;
+  const t = Math.floor(now * 1000 + 0.5);
+  const w = p.windowMs * 1000;
+  // debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
+  let debt = state ? Math.max(0, (state.q - t) * limit + state.r) : 0;
+  const need = cost * w;
+  const ok = burst * w - debt >= need;
   let next: { state: TokenBucketState; ttlMs: number } | undefined;
   if (ok && apply) {
-    tokens = tokens - cost;
-    next = { state: { tokens, ts: t }, ttlMs: Math.ceil((burst - tokens) / rate) };
+    debt = debt + need;
+    const dq = Math.floor(debt / limit);
+    next = { state: { q: t + dq, r: debt - dq * limit }, ttlMs: Math.ceil(debt / (limit * 1000)) };
   }
-  const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((cost - tokens) / rate));
-  return { ok, remaining: Math.max(0, Math.floor(tokens)), resetMs: Math.ceil((burst - tokens) / rate), retryAfterMs, next };
+  const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((need - (burst * w - debt)) / (limit * 1000)));
+  return {
+    ok,
+    remaining: Math.max(0, Math.floor((burst * w - debt) / w)),
+    resetMs: Math.ceil(debt / (limit * 1000)),
+    retryAfterMs,
+    next,
+  };
 };
