@@ -26,11 +26,16 @@ export class DenyCache {
       this.entries.delete(tag);
       return undefined;
     }
+    // Every wait shrinks by the time since the store decided, the binding one and each policy's alike,
+    // so Retry-After and the RateLimit header's t keep agreeing.
     const elapsed = now - sentAt;
+    const wait = (ms: number) => (ms > 0 ? Math.max(1, Math.ceil(ms - elapsed)) : 0);
+    const reset = (ms: number) => Math.max(0, Math.ceil(ms - elapsed));
     return {
       ...decision,
-      retryAfterMs: Math.ceil(left) + 1,
-      resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
+      retryAfterMs: wait(decision.retryAfterMs),
+      resetMs: reset(decision.resetMs),
+      policies: decision.policies.map((p) => ({ ...p, retryAfterMs: wait(p.retryAfterMs), resetMs: reset(p.resetMs) })),
       source: 'deny-cache',
     };
   }

@@ -1,0 +1,45 @@
+import type { Decision } from './decision.js';
+import { DenyCache } from './deny-cache.js';
+import { rateLimitHeaders } from './headers.js';
+
+const denial: Decision = {
+  allowed: false,
+  limit: 3,
+  remaining: 0,
+  resetMs: 60_000,
+  retryAfterMs: 20_000,
+  policy: '3-per-60s',
+  policies: [
+    { name: '3-per-60s', limit: 3, windowMs: 60_000, remaining: 0, resetMs: 60_000, retryAfterMs: 20_000 },
+    { name: '100-per-3600s', limit: 100, windowMs: 3_600_000, remaining: 97, resetMs: 108_000, retryAfterMs: 0 },
+  ],
+  source: 'store',
+};
+
+describe('DenyCache', () => {
+  it('regression: a cached 429 keeps RateLimit t equal to Retry-After as time passes', () => {
+    const cache = new DenyCache(10);
+    cache.set('k', 1, denial, 1000);
+    const later = cache.get('k', 1, 1000 + 3_500) as Decision;
+    expect(later.source).toBe('deny-cache');
+    expect(later.retryAfterMs).toBe(16_500);
+    expect(later.policies.map((p) => p.retryAfterMs)).toEqual([16_500, 0]);
+    expect(later.policies.map((p) => p.resetMs)).toEqual([56_500, 104_500]);
+    const headers = rateLimitHeaders(later);
+    expect(headers['Retry-After']).toBe('17');
+    expect(headers.RateLimit).toBe('"3-per-60s";r=0;t=17, "100-per-3600s";r=97;t=105');
+  });
+
+  it('answers only a cost at least the denied one, only until the retry-after runs out, and stays bounded', () => {
+    const cache = new DenyCache(2);
+    cache.set('k', 2, denial, 0);
+    expect(cache.get('k', 1, 10)).toBeUndefined();
+    expect(cache.get('k', 2, 10)).toBeDefined();
+    expect(cache.get('k', 2, 19_999)).toBeUndefined();
+    cache.set('a', 1, denial, 0);
+    cache.set('b', 1, denial, 0);
+    cache.set('c', 1, denial, 0);
+    expect(cache.get('a', 1, 1)).toBeUndefined();
+    expect(cache.get('c', 1, 1)).toBeDefined();
+  });
+});
