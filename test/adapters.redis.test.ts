@@ -45,6 +45,7 @@ let counter = 0;
 const unique = () => `ad${process.pid}x${Date.now().toString(36)}x${counter++}`;
 /** Decisions the store did not make (timeouts, fallbacks): a test that saw one did not test Redis. */
 const offStore: string[] = [];
+const OFF_STORE = new Set(['store-error', 'breaker-open', 'fallback', 'fail-open']);
 /**
  * Store, a fresh prefix, and a store timeout generous enough for 2 busy cores: with the default 50 ms, a loaded
  * machine times calls out and the local fallback decides, which is fail-over behaviour, not this suite's subject.
@@ -54,7 +55,7 @@ const fresh = () => ({
   prefix: unique(),
   timeout: 2000,
   onEvent: (e: { type: string; error?: Error }) => {
-    if (e.type !== 'denied') offStore.push(`${e.type}${e.error ? `: ${e.error.message}` : ''}`);
+    if (OFF_STORE.has(e.type)) offStore.push(`${e.type}${e.error ? `: ${e.error.message}` : ''}`);
   },
 });
 
@@ -270,6 +271,22 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       const app = await start({ routes: [GET('/a', opts), GET('/b', opts)] });
       expect((await hit(app, '/a')).status).toBe(200);
       expect((await hit(app, '/b')).status).toBe(429);
+    });
+
+    it(`app-level options: ${h.name === 'fastify' ? 'each route counts on its own' : 'one counter per client for every route'}`, async () => {
+      const app = await start({ app: { ...fresh(), policy: '1/1m' }, routes: [GET('/a'), GET('/b')] });
+      expect((await hit(app, '/a')).status).toBe(200);
+      // Express and Koa: one counter for everything under the mount; Fastify: scope default `METHOD routeOptions.url`.
+      expect((await hit(app, '/b')).status).toBe(h.name === 'fastify' ? 200 : 429);
+    });
+
+    it('shadow: decides and reports, never denies', async () => {
+      const app = await start({ app: { ...fresh(), policy: '1/1m', shadow: true }, routes: [GET('/r')] });
+      for (let i = 0; i < 3; i++) {
+        const res = await hit(app, '/r');
+        expect(res.status).toBe(200);
+        expect(res.headers.get('retry-after')).toBeNull();
+      }
     });
 
     it('the same path under two methods counts apart', async () => {
