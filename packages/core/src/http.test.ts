@@ -1,4 +1,4 @@
-import { httpLimit, mergeHttpOptions } from './http.js';
+import { httpLimit, mergeHttpOptions, stackHeaders } from './http.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
 
@@ -105,5 +105,18 @@ describe('mergeHttpOptions', () => {
       limiter,
     });
     expect(() => mergeHttpOptions<Record<string, unknown>>({ limiter }, { policy: '5/1m' })).toThrow(/limiter must be absent on the app/);
+  });
+});
+
+describe('stackHeaders', () => {
+  it('joins the RateLimit lists of stacked middlewares and replaces the rest', () => {
+    const before: Record<string, string> = { 'RateLimit-Policy': '"100-per-60s";q=100;w=60', RateLimit: '"100-per-60s";r=99;t=1' };
+    const next = { 'RateLimit-Policy': '"5-per-900s";q=5;w=900', RateLimit: '"5-per-900s";r=0;t=180', 'Retry-After': '180' };
+    expect(stackHeaders(next, (name) => before[name])).toEqual({
+      'RateLimit-Policy': '"100-per-60s";q=100;w=60, "5-per-900s";q=5;w=900',
+      RateLimit: '"100-per-60s";r=99;t=1, "5-per-900s";r=0;t=180',
+      'Retry-After': '180',
+    });
+    expect(stackHeaders(next, () => undefined)).toEqual(next);
   });
 });

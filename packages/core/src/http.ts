@@ -185,6 +185,20 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
   };
 }
 
+/**
+ * The headers to set when an earlier sluice middleware already set its own on this response (an app-level
+ * and a route-level one, stacked): the RateLimit and RateLimit-Policy lists carry both; the rest is replaced.
+ * @example res.set(stackHeaders(verdict.headers, (name) => res.getHeader(name)))
+ */
+export function stackHeaders(headers: Record<string, string>, existing: (name: string) => unknown): Record<string, string> {
+  const out = { ...headers };
+  for (const name of ['RateLimit-Policy', 'RateLimit']) {
+    const before = existing(name);
+    if (out[name] !== undefined && typeof before === 'string' && before !== '') out[name] = `${before}, ${out[name]}`;
+  }
+  return out;
+}
+
 /** The default body of a limited response: RFC 9457 problem details naming the violated policies. */
 function problem(decision: Decision, status: number): Record<string, unknown> {
   const violated = decision.policies.filter((p) => p.retryAfterMs > 0).map((p) => p.name);

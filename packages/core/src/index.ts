@@ -5,7 +5,7 @@ export { badOption, SluiceError } from './errors.js';
 export type { HeadersMode } from './headers.js';
 export { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 export type { HttpLimit, HttpLimitOptions, HttpVerdict, LimitedBody, LimitedResponse, PeerSpellings } from './http.js';
-export { httpLimit, mergeHttpOptions } from './http.js';
+export { httpLimit, mergeHttpOptions, stackHeaders } from './http.js';
 export { ipKey } from './ip-key.js';
 export type { FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
 export { createLimiter, LIMITER_OPTIONS } from './limiter.js';

@@ -1,4 +1,4 @@
-import { badOption, type Decision, type HttpLimitOptions, httpLimit, type PeerSpellings } from '@sluice/core';
+import { badOption, type Decision, type HttpLimitOptions, httpLimit, type PeerSpellings, stackHeaders } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -35,7 +35,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       .then((verdict) => {
         if (verdict === undefined) return next();
         req.rateLimit = verdict.decision;
-        res.set(verdict.headers);
+        res.set(stackHeaders(verdict.headers, (name) => res.getHeader(name)));
         if (!verdict.limited) return next();
         if (onLimited) return onLimited(req, res, next, verdict.decision);
         limit.limitedResponse(verdict.decision, req).then((r) => {

@@ -1,4 +1,4 @@
-import { badOption, type Decision, type HttpLimitOptions, httpLimit } from '@sluice/core';
+import { badOption, type Decision, type HttpLimitOptions, httpLimit, stackHeaders } from '@sluice/core';
 import type { Context, Middleware } from 'koa';
 
 declare module 'koa' {
@@ -30,7 +30,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     const verdict = await limit.check(ctx, pattern === undefined ? '*' : `${ctx.method} ${String(pattern)}`, () => ctx.ip);
     if (verdict === undefined) return next();
     ctx.state.rateLimit = verdict.decision;
-    ctx.set(verdict.headers);
+    ctx.set(stackHeaders(verdict.headers, (name) => ctx.response.get(name)));
     if (verdict.limited) {
       if (onLimited) return onLimited(ctx, verdict.decision);
       const response = await limit.limitedResponse(verdict.decision, ctx);
