@@ -36,6 +36,22 @@ describe('httpLimit options', () => {
   });
 });
 
+describe("express-rate-limit's header options", () => {
+  it.each([
+    [{ standardHeaders: 'draft-8', legacyHeaders: false }, ['RateLimit', 'RateLimit-Policy']],
+    [{ standardHeaders: true }, ['RateLimit', 'RateLimit-Policy', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']],
+    [{ legacyHeaders: true }, ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']],
+    [{ standardHeaders: false, legacyHeaders: false }, []],
+  ])('%j sends %j', async (options, names) => {
+    const v = await httpLimit<Req>({ windowMs: 60_000, limit: 5, ...options }).check({}, 'GET /', () => '1.1.1.1');
+    expect(Object.keys(v!.headers).sort()).toEqual([...names].sort());
+  });
+  it('refuses headers with them, and bad values', () => {
+    expect(() => httpLimit({ policy: '1/1m', headers: 'draft', legacyHeaders: false })).toThrow(/headers must be given alone/);
+    expect(() => httpLimit({ policy: '1/1m', standardHeaders: 'draft-9' as never })).toThrow(/standardHeaders must be/);
+  });
+});
+
 describe('httpLimit.check', () => {
   it('counts per route by default, shares a counter by scope, and keys by IP', async () => {
     const store = memoryStore();

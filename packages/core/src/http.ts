@@ -47,6 +47,10 @@ export interface PeerSpellings<Req> {
   timeWindow?: number | string;
   /** express-rate-limit's name for `key`. */
   keyGenerator?: (req: Req) => Awaitable<string>;
+  /** express-rate-limit: send the IETF RateLimit headers (any draft: sluice sends draft 10). With legacyHeaders, instead of `headers`. */
+  standardHeaders?: boolean | 'draft-6' | 'draft-7' | 'draft-8';
+  /** express-rate-limit: send X-RateLimit-* headers. */
+  legacyHeaders?: boolean;
 }
 
 /** A limited response, ready to send. */
@@ -77,7 +81,7 @@ export interface HttpLimit<Req> {
 }
 
 const HTTP_OPTIONS = ['limiter', 'key', 'cost', 'skip', 'scope', 'headers', 'statusCode', 'message', 'ipv6Subnet'];
-const PEER_OPTIONS = ['windowMs', 'limit', 'max', 'timeWindow', 'keyGenerator'];
+const PEER_OPTIONS = ['windowMs', 'limit', 'max', 'timeWindow', 'keyGenerator', 'standardHeaders', 'legacyHeaders'];
 const POLICY_OPTIONS = new Set(['policy', 'windowMs', 'limit', 'max', 'timeWindow']);
 const KNOWN = new Set([...LIMITER_OPTIONS, ...HTTP_OPTIONS, ...PEER_OPTIONS]);
 const WORDS = /^(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)$/i;
@@ -100,6 +104,21 @@ function peerPolicy(o: Record<string, unknown>): PolicyInput | undefined {
   const window =
     windowMs !== undefined ? parseDuration(windowMs, 'windowMs') : timeWindow !== undefined ? timeWindowMs(timeWindow) : 60_000;
   return { limit: count as number, window };
+}
+
+/** The `headers` mode, from `headers` or from express-rate-limit's standardHeaders and legacyHeaders. */
+function headersMode(o: Record<string, unknown>): HeadersMode {
+  const { standardHeaders: standard, legacyHeaders: legacy } = o;
+  if (standard === undefined && legacy === undefined) return parseHeadersMode(o.headers);
+  if (o.headers !== undefined) badOption('headers', 'given alone, not with standardHeaders or legacyHeaders', o.headers);
+  if (standard !== undefined && typeof standard !== 'boolean' && !['draft-6', 'draft-7', 'draft-8'].includes(standard as string)) {
+    badOption('standardHeaders', "a boolean, 'draft-6', 'draft-7' or 'draft-8'", standard);
+  }
+  if (legacy !== undefined && typeof legacy !== 'boolean') badOption('legacyHeaders', 'a boolean', legacy);
+  // express-rate-limit's defaults: no standard headers, legacy headers on.
+  const draft = standard !== undefined && standard !== false;
+  const old = legacy ?? true;
+  return draft && old ? 'both' : draft ? 'draft' : old ? 'legacy' : false;
 }
 
 function checkFunction(name: string, value: unknown): void {
@@ -125,7 +144,7 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
   checkFunction('cost', options.cost);
   checkFunction('skip', options.skip);
   checkFunction('message', typeof options.message === 'function' ? options.message : undefined);
-  const mode = parseHeadersMode(options.headers);
+  const mode = headersMode(o);
   const status = options.statusCode ?? 429;
   if (!Number.isInteger(status) || status < 400 || status > 599) badOption('statusCode', 'an integer from 400 to 599', status);
   const subnet = options.ipv6Subnet ?? 56;
