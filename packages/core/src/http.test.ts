@@ -43,7 +43,7 @@ describe("express-rate-limit's header options", () => {
     [{ legacyHeaders: true }, ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']],
     [{ standardHeaders: false, legacyHeaders: false }, []],
   ])('%j sends %j', async (options, names) => {
-    const v = await httpLimit<Req>({ windowMs: 60_000, limit: 5, ...options }).check({}, 'GET /', () => '1.1.1.1');
+    const v = await httpLimit<Req>({ windowMs: 60_000, limit: 5, ...(options as object) }).check({}, 'GET /', () => '1.1.1.1');
     expect(Object.keys(v!.headers).sort()).toEqual([...names].sort());
   });
   it('refuses headers with them, and bad values', () => {
