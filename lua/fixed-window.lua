@@ -2,10 +2,12 @@
 -- Contract: fixed_window(key, now, limit, window, burst, cost, apply, slack)
 --   key    KEYS entry holding the string "index count" (%d, or %.17g for a fractional count); burst is unused
 -- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused), retryAfterMs (0 when ok)
+local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
-  local idx = math.floor(now / window)
+  local idx = floor(now / window)
   local count = 0
-  local raw = redis.call('GET', key)
+  local same = false
+  local raw = call('GET', key)
   if raw then
     local sp = string.find(raw, ' ', 1, true)
     local stored = tonumber(string.sub(raw, 1, sp - 1))
@@ -13,18 +15,24 @@ local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
     if stored >= idx then
       idx = stored
       count = tonumber(string.sub(raw, sp + 1))
+      same = true
     end
   end
-  local ends = math.max(1, math.ceil((idx + 1) * window - now))
+  local ends = max(1, ceil((idx + 1) * window - now))
   local ok = count + cost <= limit
   if ok and apply then
     count = count + cost
     -- Whole numbers format with %d, far cheaper than %.17g; both read back exactly.
-    local value = count == math.floor(count) and string.format('%d %d', idx, count) or string.format('%d %.17g', idx, count)
-    redis.call('SET', key, value, 'PX', ends + slack)
+    local value = count == floor(count) and format('%d %d', idx, count) or format('%d %.17g', idx, count)
+    if same then
+      -- The key already expires at this window's end: rewriting the TTL would set the same instant.
+      call('SET', key, value, 'KEEPTTL')
+    else
+      call('SET', key, value, 'PX', ends + slack)
+    end
   end
   local reset, retry = 0, 0
   if count > 0 then reset = ends end
   if not ok then retry = ends end
-  return ok, math.max(0, math.floor(limit - count)), reset, retry
+  return ok, max(0, floor(limit - count)), reset, retry
 end

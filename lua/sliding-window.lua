@@ -4,10 +4,12 @@
 --   key    KEYS entry holding the string "index current previous" (%d, or %.17g for fractional counts);
 --          burst is unused
 -- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing), retryAfterMs (0 when ok)
+local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function sliding_window(key, now, limit, window, burst, cost, apply, slack)
-  local idx = math.floor(now / window)
+  local idx = floor(now / window)
   local cur, prev = 0, 0
-  local raw = redis.call('GET', key)
+  local same = false
+  local raw = call('GET', key)
   if raw then
     local a = string.find(raw, ' ', 1, true)
     local b = string.find(raw, ' ', a + 1, true)
@@ -16,12 +18,13 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
       idx = stored
       cur = tonumber(string.sub(raw, a + 1, b - 1))
       prev = tonumber(string.sub(raw, b + 1))
+      same = true
     elseif stored == idx - 1 then
       prev = tonumber(string.sub(raw, a + 1, b - 1))
     end
   end
   local start = idx * window
-  local weight = (window - math.max(0, now - start)) / window
+  local weight = (window - max(0, now - start)) / window
   local used = prev * weight + cur
   local ok = used + cost <= limit
   if ok and apply then
@@ -29,18 +32,23 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
     used = used + cost
     -- Whole numbers format with %d, far cheaper than %.17g; both read back exactly.
     local value
-    if cur == math.floor(cur) and prev == math.floor(prev) then
-      value = string.format('%d %d %d', idx, cur, prev)
+    if cur == floor(cur) and prev == floor(prev) then
+      value = format('%d %d %d', idx, cur, prev)
     else
-      value = string.format('%d %.17g %.17g', idx, cur, prev)
+      value = format('%d %.17g %.17g', idx, cur, prev)
     end
-    redis.call('SET', key, value, 'PX', math.ceil(start + 2 * window - now) + slack)
+    if same then
+      -- The key already expires when this window stops weighing: the same instant as below.
+      call('SET', key, value, 'KEEPTTL')
+    else
+      call('SET', key, value, 'PX', ceil(start + 2 * window - now) + slack)
+    end
   end
   local reset, retry = 0, 0
   if cur > 0 then
-    reset = math.ceil(start + 2 * window - now)
+    reset = ceil(start + 2 * window - now)
   elseif prev > 0 then
-    reset = math.ceil(start + window - now)
+    reset = ceil(start + window - now)
   end
   if not ok then
     local at
@@ -53,7 +61,7 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
       -- in the next window, where this window's count becomes the weighted one
       at = start + window + window * (1 - (limit - cost) / cur)
     end
-    retry = math.max(1, math.ceil(at - now))
+    retry = max(1, ceil(at - now))
   end
-  return ok, math.max(0, math.floor(limit - used)), reset, retry
+  return ok, max(0, floor(limit - used)), reset, retry
 end

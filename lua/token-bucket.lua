@@ -7,12 +7,13 @@
 -- Contract: token_bucket(key, now, limit, window, burst, cost, apply, slack)
 --   now    ms on the server clock; window, slack in ms; apply: charge `cost` if it passes
 -- Reply: ok, remaining (integer), resetMs (to full), retryAfterMs (0 when ok, else >= 1)
+local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
-  local t = math.floor(now * 1000 + 0.5)
+  local t = floor(now * 1000 + 0.5)
   local w = window * 1000
   -- debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
   local debt = 0
-  local raw = redis.call('GET', key)
+  local raw = call('GET', key)
   if raw then
     local q, r = tonumber(raw), 0
     if q == nil then
@@ -21,19 +22,19 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
       r = tonumber(string.sub(raw, sp + 1))
     end
     -- A clock that steps back (fail-over to another server) sees fewer tokens, never a second refill.
-    debt = math.max(0, (q - t) * limit + r)
+    debt = max(0, (q - t) * limit + r)
   end
   local need = cost * w
   local ok = burst * w - debt >= need
   if ok and apply then
     debt = debt + need
-    local dq = math.floor(debt / limit)
+    local dq = floor(debt / limit)
     local r = debt - dq * limit
     -- The key expires when the bucket is full again, which equals a missing key.
-    local value = r == 0 and string.format('%d', t + dq) or string.format('%d %.17g', t + dq, r)
-    redis.call('SET', key, value, 'PX', math.ceil(debt / (limit * 1000)) + slack)
+    local value = r == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, r)
+    call('SET', key, value, 'PX', ceil(debt / (limit * 1000)) + slack)
   end
   local retry = 0
-  if not ok then retry = math.max(1, math.ceil((need - (burst * w - debt)) / (limit * 1000))) end
-  return ok, math.max(0, math.floor((burst * w - debt) / w)), math.ceil(debt / (limit * 1000)), retry
+  if not ok then retry = max(1, ceil((need - (burst * w - debt)) / (limit * 1000))) end
+  return ok, max(0, floor((burst * w - debt) / w)), ceil(debt / (limit * 1000)), retry
 end

@@ -116,6 +116,50 @@ describe('@sluice/core on a real Redis', () => {
     }
   });
 
+  it('each key expires when its state stops mattering, on the server clock', async () => {
+    const prefix = unique();
+    const serverMs = async () => {
+      const [s, us] = await client.time();
+      return Number(s) * 1000 + Number(us) / 1000;
+    };
+    const window = 4000;
+    const limiters = Object.fromEntries(
+      ALGORITHMS.map((algorithm) => [
+        algorithm,
+        createLimiter({ policy: { limit: 10, window, algorithm }, store: redisStore({ client }), prefix, timeout: 5000 }),
+      ]),
+    );
+    // Stay clear of a window's end, so that every write below falls in one window.
+    const before = await serverMs();
+    if (before % window > window - 1000) await new Promise((r) => setTimeout(r, window - (before % window) + 10));
+    for (const algorithm of ALGORITHMS) {
+      const limiter = limiters[algorithm]!;
+      // Twice, so that the second write (same window) keeps or renews the TTL as it should.
+      await limiter.consume(algorithm, { cost: 2 });
+      await limiter.consume(algorithm, { cost: 1 });
+    }
+    const now = await serverMs();
+    const start = Math.floor(now / window) * window;
+    for (const algorithm of ALGORITHMS) {
+      const [key] = await client.keys(`${prefix}:{${algorithm}}:*`);
+      const pttl = await client.pttl(key as string);
+      // token-bucket: full again after 3 tokens of 400 ms; fixed: the window's end; sliding: the next
+      // window's end; sliding-log: one window after the newest unit. A few ms of slack for the calls.
+      const expected = {
+        'token-bucket': 1200,
+        'fixed-window': start + window - now,
+        'sliding-window': start + 2 * window - now,
+        'sliding-log': window,
+      }[algorithm];
+      expect(pttl).toBeGreaterThan(expected - 200);
+      expect(pttl).toBeLessThanOrEqual(Math.ceil(expected) + 2);
+    }
+    // A token bucket's state is one integer (µs), which Redis stores as a number.
+    const [tb] = await client.keys(`${prefix}:{token-bucket}:*`);
+    expect(await client.get(tb as string)).toMatch(/^\d+$/);
+    expect(await client.object('ENCODING', tb as string)).toBe('int');
+  });
+
   it('after SCRIPT FLUSH the script is reloaded and no error surfaces', async () => {
     const limiter = createLimiter({ policy: '10/1m', store: redisStore({ client }), prefix: unique() });
     expect((await limiter.consume('k')).source).toBe('store');
