@@ -109,11 +109,19 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(): Promise<RedisCluster> {
+export async function startCluster(extra: string[] = []): Promise<RedisCluster> {
   const nodes: RedisServer[] = [];
   for (let i = 0; i < 6; i++) {
     nodes.push(
-      await startServer(['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '1000']),
+      await startServer([
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${i}.conf`,
+        '--cluster-node-timeout',
+        '1000',
+        ...extra,
+      ]),
     );
   }
   const cluster: RedisCluster = {
@@ -168,4 +176,89 @@ export async function startCluster(): Promise<RedisCluster> {
 export async function scriptCalls(client: { info(section: string): Promise<string> }): Promise<number> {
   const info = await client.info('commandstats');
   return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+}
+
+/** A node of `cluster` that answers PING now (the killed ones do not). */
+export async function liveNode(cluster: RedisCluster, except: number[] = []): Promise<RedisServer> {
+  for (const n of cluster.nodes) {
+    if (except.includes(n.port)) continue;
+    if ((await cli(n.port, 'PING').catch(() => '')) === 'PONG') return n;
+  }
+  throw new Error('no live cluster node');
+}
+
+/**
+ * The port of the master that owns `key`'s slot, as a live node other than `except` sees it, or
+ * undefined while that owner is flagged as failing (fail-over under way).
+ */
+export async function ownerOf(cluster: RedisCluster, key: string, except: number[] = []): Promise<number | undefined> {
+  const via = await liveNode(cluster, except);
+  const slot = Number(await cli(via.port, 'CLUSTER', 'KEYSLOT', key));
+  for (const line of (await cli(via.port, 'CLUSTER', 'NODES')).split('\n')) {
+    const fields = line.split(' ');
+    if (!fields[2]?.includes('master')) continue;
+    for (const r of fields.slice(8)) {
+      const [a, b] = r.split('-').map(Number);
+      if (slot >= a! && slot <= (b ?? a)!) return /fail/.test(fields[2]) ? undefined : Number(/:(\d+)@/.exec(line)![1]);
+    }
+  }
+  return undefined;
+}
+
+/** SIGKILLs the master that holds `key`'s slot; returns its port and the ports of its replicas. */
+export async function killMasterOf(cluster: RedisCluster, key: string): Promise<{ port: number; replicas: number[] }> {
+  const port = await ownerOf(cluster, key);
+  if (port === undefined) throw new Error(`${key}'s slot has no healthy master`);
+  const id = await cli(port, 'CLUSTER', 'MYID');
+  const replicas = (await cli(port, 'CLUSTER', 'REPLICAS', id))
+    .split('\n')
+    .filter((l) => l.includes(id))
+    .map((l) => Number(/:(\d+)@/.exec(l)![1]));
+  const node = cluster.nodes.find((n) => n.port === port);
+  if (!node) throw new Error(`master ${port} is not one of this cluster's nodes`);
+  await node.kill();
+  return { port, replicas };
+}
+
+/**
+ * Waits until a replica owns `key`'s slot in place of the dead master `dead`, and every live node
+ * says cluster_state:ok. Returns the new master's port and the ms it took.
+ */
+export async function waitForPromotion(cluster: RedisCluster, key: string, dead: number, withinMs = 15_000): Promise<number> {
+  const end = Date.now() + withinMs;
+  while (Date.now() < end) {
+    const owner = await ownerOf(cluster, key, [dead]).catch(() => undefined);
+    if (owner !== undefined && owner !== dead) {
+      const live = cluster.nodes.filter((n) => n.port !== dead);
+      const states = await Promise.all(live.map((n) => cli(n.port, 'CLUSTER', 'INFO').catch(() => '')));
+      if (states.every((s) => s.includes('cluster_state:ok'))) return owner;
+    }
+    await sleep(50);
+  }
+  throw new Error(`no replica took over ${key}'s slot from ${dead} within ${withinMs} ms`);
+}
+
+/** INFO `section` of the server on `port`, as field -> value. */
+export async function info(port: number, section: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const line of (await cli(port, 'INFO', section)).split('\n')) {
+    const at = line.indexOf(':');
+    if (at > 0) out[line.slice(0, at)] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * Waits until every replica of `cluster` has finished its first sync (master_link_status:up): a
+ * replica that never synced refuses to fail over ("disconnected from master for longer than allowed").
+ */
+export async function replicasInSync(cluster: RedisCluster, withinMs = 15_000): Promise<void> {
+  const end = Date.now() + withinMs;
+  while (Date.now() < end) {
+    const states = await Promise.all(cluster.nodes.map((n) => info(n.port, 'replication').catch(() => ({}) as Record<string, string>)));
+    const replicas = states.filter((s) => s.role === 'slave');
+    if (replicas.length === cluster.nodes.length / 2 && replicas.every((s) => s.master_link_status === 'up')) return;
+    await sleep(50);
+  }
+  throw new Error(`replicas did not sync within ${withinMs} ms`);
 }

@@ -1,0 +1,173 @@
+// Redis Cluster fail-over under load: the master of a busy key's slot is SIGKILLed while calls keep
+// coming. During the fail-over every call answers by the fail mode within the limiter's timeout; once
+// a replica is promoted (cluster-node-timeout 1000 ms) decisions come from the store again, the script
+// reloaded on the new master (whose script cache is empty: NOSCRIPT, then EVAL).
+//
+// What the user must set on the ioredis Cluster: nothing. `new Cluster(startupNodes)` with ioredis'
+// defaults is what this test uses. The limiter's own timeout bounds every call, so the commands that
+// ioredis keeps retrying for about 2 s after the kill (retryDelayOnFailover 100 ms x maxRedirections
+// 16, ending in "Too many Cluster redirections") never hold a request; the breaker keeps new calls off
+// the dying node meanwhile. Do not set `enableOfflineQueue: false` unless you wait for the client's
+// 'ready' first: every call made before the Cluster has loaded its slots then fails at once, which
+// opens the breaker before Redis has done anything wrong.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
+import { Cluster } from 'ioredis';
+import { info, killMasterOf, type RedisCluster, replicasInSync, startCluster, waitForPromotion } from './support/redis';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const unique = () => `c${Math.random().toString(36).slice(2, 10)}`;
+const TIMEOUT = 100;
+const MARGIN = 75;
+
+interface Call {
+  name: string;
+  start: number;
+  ms: number;
+  decision?: Decision;
+  error?: unknown;
+}
+
+describe('Redis Cluster fail-over under load', () => {
+  let cluster: RedisCluster;
+  beforeAll(async () => {
+    // Diskless sync at once, so the replicas are in sync (and allowed to fail over) within a second.
+    cluster = await startCluster(['--repl-diskless-sync-delay', '0']);
+    await replicasInSync(cluster);
+  }, 45_000);
+  afterAll(() => cluster?.stop());
+
+  it('SIGKILL of the busy slot master: fail mode during the fail-over, the store after promotion, no error', async () => {
+    const client = new Cluster(cluster.startupNodes());
+    client.on('error', () => {});
+    await new Promise((r) => client.once('ready', r));
+    const events: Array<LimiterEvent & { at: number }> = [];
+    const onEvent = (e: LimiterEvent) => events.push({ ...e, at: performance.now() });
+    const store = redisStore({ client });
+    const prefixes = { open: unique(), closed: unique(), multi: unique() };
+    const limiters = {
+      open: createLimiter({ policy: '100000/1h', store, failMode: 'open', timeout: TIMEOUT, prefix: prefixes.open, onEvent }),
+      closed: createLimiter({ policy: '100000/1h', fallback: '40/1h', store, timeout: TIMEOUT, prefix: prefixes.closed, onEvent }),
+      // Fixed window for the long policy: its remaining moves only by what is charged.
+      multi: createLimiter({
+        policy: ['10/s', { limit: 1000, window: '1h', algorithm: 'fixed-window' }],
+        store,
+        timeout: TIMEOUT,
+        prefix: prefixes.multi,
+        onEvent,
+      }),
+    };
+    const calls: Call[] = [];
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    let stop = false;
+    const worker = async (name: keyof typeof limiters) => {
+      while (!stop) {
+        const start = performance.now();
+        try {
+          const decision = await limiters[name].consume('busy');
+          calls.push({ name, start, ms: performance.now() - start, decision });
+        } catch (error) {
+          calls.push({ name, start, ms: performance.now() - start, error });
+        }
+        await sleep(5);
+      }
+    };
+    const workers = (['open', 'open', 'open', 'open', 'open', 'closed', 'closed', 'closed', 'multi', 'multi'] as const).map(worker);
+    let killedAt = 0;
+    let promotedAt = 0;
+    let owner = 0;
+    try {
+      await sleep(400);
+      const killed = await killMasterOf(cluster, 'busy');
+      killedAt = performance.now();
+      owner = await waitForPromotion(cluster, 'busy', killed.port);
+      promotedAt = performance.now();
+      expect(killed.replicas).toContain(owner);
+      await sleep(1500);
+    } finally {
+      stop = true;
+      await Promise.all(workers);
+      lag.disable();
+    }
+
+    // No call threw, and every one answered within the timeout and a small margin.
+    expect(calls.filter((c) => c.error !== undefined).map((c) => String(c.error))).toEqual([]);
+    const slowest = calls.reduce((a, c) => (c.ms > a.ms ? c : a));
+    if (slowest.ms > TIMEOUT + MARGIN) {
+      throw new Error(`a call took ${slowest.ms.toFixed(0)} ms (${slowest.name}); event loop lag max ${(lag.max / 1e6).toFixed(0)} ms`);
+    }
+
+    // During the fail-over: the fail mode answers. Open allows; closed admits at most its fallback.
+    const during = calls.filter((c) => c.start > killedAt + 50 && c.start + c.ms < promotedAt - 50);
+    const by = (name: string, cs: Call[]) => cs.filter((c) => c.name === name).map((c) => c.decision as Decision);
+    expect(by('open', during).length).toBeGreaterThan(20);
+    expect(by('open', during).every((d) => d.allowed && (d.source === 'fail-open' || d.source === 'store'))).toBe(true);
+    expect(by('open', during).filter((d) => d.source === 'fail-open').length).toBeGreaterThan(0);
+    expect(by('closed', calls).every((d) => d.source === 'store' || d.source === 'fallback')).toBe(true);
+    expect(by('closed', calls).filter((d) => d.source === 'fallback' && d.allowed).length).toBeLessThanOrEqual(40);
+    expect(by('multi', during).every((d) => d.source === 'fallback' || d.source === 'store' || d.source === 'deny-cache')).toBe(true);
+
+    // After the promotion: the store decides again, for every limiter, with no store error.
+    const after = calls.filter((c) => c.start > promotedAt + 1000);
+    for (const name of ['open', 'closed']) {
+      expect(by(name, after).length).toBeGreaterThan(10);
+      expect(by(name, after).every((d) => d.source === 'store')).toBe(true);
+    }
+    expect(by('multi', after).every((d) => d.source === 'store' || d.source === 'deny-cache')).toBe(true);
+    expect(by('multi', after).some((d) => d.source === 'store')).toBe(true);
+    const firstStore = calls.find((c) => c.start > killedAt && c.decision?.source === 'store' && c.name === 'open');
+    expect(firstStore).toBeDefined();
+    expect((firstStore as Call).start - promotedAt).toBeLessThan(1000);
+    expect(events.filter((e) => e.type === 'store-error' && e.at > promotedAt + 1000)).toEqual([]);
+
+    // Store errors carry type, key, error and latency; each breaker opened and closed around the fail-over.
+    const errors = events.filter((e) => e.type === 'store-error');
+    expect(errors.length).toBeGreaterThan(0);
+    for (const e of errors) {
+      expect(e.key).toBe('busy');
+      expect(e.error).toBeInstanceOf(Error);
+      expect(e.latencyMs).toBeGreaterThanOrEqual(0);
+      expect(e.latencyMs).toBeLessThan(TIMEOUT + MARGIN);
+      expect(e.at).toBeGreaterThan(killedAt);
+    }
+    for (const prefix of Object.values(prefixes)) {
+      const breaker = events.filter((e) => e.prefix === prefix && e.type.startsWith('breaker'));
+      expect(breaker.length).toBeGreaterThanOrEqual(2);
+      expect(breaker[0]?.type).toBe('breaker-open');
+      expect(breaker[0]?.error).toBeInstanceOf(Error);
+      expect(breaker.at(-1)?.type).toBe('breaker-close');
+      expect(breaker.at(-1)?.latencyMs).toBeGreaterThan(0);
+      expect((breaker[0] as { at: number }).at).toBeGreaterThan(killedAt);
+    }
+
+    // The new master had no script: NOSCRIPT, then EVAL reloaded it, then EVALSHA again.
+    const errorstats = await info(owner, 'errorstats');
+    const commandstats = await info(owner, 'commandstats');
+    expect(errorstats.errorstat_NOSCRIPT).toMatch(/count=[1-9]/);
+    expect(commandstats.cmdstat_eval).toMatch(/calls=[1-9]/);
+    expect(Number(/calls=(\d+)/.exec(commandstats.cmdstat_evalsha ?? '')?.[1] ?? 0)).toBeGreaterThan(
+      Number(/calls=(\d+)/.exec(commandstats.cmdstat_eval ?? '')?.[1] ?? 0),
+    );
+
+    // Multi-policy after the fail-over: both keys live on the new master (one slot); a denial charges none.
+    const multiKeys = await client.keys(`${prefixes.multi}:*`);
+    expect(multiKeys).toHaveLength(2);
+    const slots = await Promise.all(multiKeys.map((k) => client.cluster('KEYSLOT', k)));
+    expect(new Set(slots).size).toBe(1);
+    await sleep(1100); // the 10/s bucket refills
+    const before = await limiters.multi.peek('busy');
+    const burst = await Promise.all(Array.from({ length: 30 }, () => limiters.multi.consume('busy')));
+    const afterBurst = await limiters.multi.peek('busy');
+    expect(before.source).toBe('store');
+    expect(burst.every((d) => d.source === 'store' || d.source === 'deny-cache')).toBe(true);
+    const admitted = burst.filter((d) => d.allowed).length;
+    expect(admitted).toBeGreaterThanOrEqual(9);
+    expect(admitted).toBeLessThanOrEqual(11);
+    const hour = (d: Decision) => d.policies[1]?.remaining as number;
+    expect(hour(before) - hour(afterBurst)).toBe(admitted);
+
+    for (const l of Object.values(limiters)) await l.close();
+    client.disconnect();
+  }, 40_000);
+});
