@@ -1,7 +1,10 @@
 // Core benchmark on one redis-server this script starts: Redis memory per key, Redis CPU per decision,
 // and decisions per second from one process at 1, 64 and 512 calls in flight over 10,000 keys, for each
 // sluice algorithm beside rate-limiter-flexible and rate-limit-redis, and redis-benchmark running a
-// one-decision script pipelined. Rounds are interleaved; figures are min/median/max over rounds.
+// one-decision script pipelined. Rounds are interleaved; figures are min/median/max over rounds, and
+// each round's ratio of sluice token-bucket to the faster library is taken within that round.
+// Every sluice decision must come from Redis: a timeout would turn it into a local fallback decision,
+// so the limiters get a generous timeout and the run fails if any decision came from elsewhere.
 // Usage: pnpm bench:core [-- --seconds 2 --rounds 3]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -20,6 +23,7 @@ const KEYS = 10_000;
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
 
 const redis = await startRedis();
+let offStore = 0;
 const { client } = redis;
 const stats = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -32,8 +36,13 @@ function contenders() {
       policy: { limit: 1_000_000, window: '1h', algorithm },
       store: redisStore({ client }),
       prefix: `b-${algorithm}`,
+      timeout: 10_000,
     });
-    return { name: `sluice ${algorithm}`, command: 'evalsha', run: (key) => limiter.consume(key) };
+    const run = async (key) => {
+      const d = await limiter.consume(key);
+      if (d.source !== 'store') offStore++;
+    };
+    return { name: `sluice ${algorithm}`, command: 'evalsha', run };
   });
   const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
   list.push({ name: 'rate-limiter-flexible', command: 'evalsha', run: (key) => rlf.consume(key).catch(() => {}) });
@@ -83,6 +92,7 @@ for (const algorithm of ALGORITHMS) {
     policy: { limit: 100, window: '1h', algorithm },
     store: redisStore({ client }),
     prefix: `m-${algorithm}`,
+    timeout: 10_000,
   });
   await fill(`m-${algorithm}`, (key) => limiter.consume(key));
 }
@@ -92,21 +102,32 @@ const rlrMemory = new RedisStore({ sendCommand: (...args) => client.call(...args
 rlrMemory.init({ windowMs: 3_600_000 });
 await fill('m-rlr:', (key) => rlrMemory.increment(key));
 
-// Redis CPU per decision: server usec of the script calls over 20,000 decisions at 512 in flight.
+// Redis CPU per decision over 20,000 decisions at 512 in flight, two ways: the server's `INFO
+// commandstats` usec of the script calls (time inside the scripts; wall-clock, so it grows when the
+// machine is busy), and the server process' CPU time from `INFO cpu` (everything the server spent,
+// reading and parsing requests, writing replies and expiring keys included).
+const serverCpu = async () => {
+  const info = await client.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1]);
+};
 const cpu = {};
+const processCpu = {};
 for (const c of list) {
   await client.config('RESETSTAT');
+  const before = await serverCpu();
   let n = 0;
   await Promise.all(
     Array.from({ length: 512 }, async () => {
       while (n < 20_000) await c.run(`k${n++ % KEYS}`);
     }),
   );
+  const after = await serverCpu();
   const s = await commandStats();
   const usec = Object.entries(s)
     .filter(([cmd]) => cmd === 'evalsha' || cmd === 'eval')
     .reduce((a, [, v]) => a + v.usec, 0);
   cpu[c.name] = usec / n;
+  processCpu[c.name] = ((after - before) * 1e6) / n;
 }
 
 const rates = {};
@@ -150,6 +171,7 @@ for (let r = 0; r < ROUNDS; r++) {
       '1000000',
       '3600000',
       '1000000',
+      '1',
       'c',
       '1',
       '1',
@@ -160,6 +182,7 @@ for (let r = 0; r < ROUNDS; r++) {
   rb.push(Number(/([\d.]+) requests per second/.exec(out)[1]));
 }
 redis.stop();
+if (offStore > 0) throw new Error(`${offStore} sluice decisions did not come from Redis (timeouts?): figures are void`);
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 console.log(
@@ -167,14 +190,24 @@ console.log(
     .map(([k, v]) => `${k} ${v}`)
     .join(', ')}`,
 );
-console.log('\n| contender | Redis CPU per decision (µs) | @1 decisions/s | @64 | @512 |');
-console.log('| --- | ---: | ---: | ---: | ---: |');
+console.log('\n| contender | script µs per decision | server CPU µs per decision | @1 decisions/s | @64 | @512 |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
 for (const c of list) {
   const cell = (n) => {
     const s = stats(rates[`${c.name} @${n}`]);
     return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
   };
-  console.log(`| ${c.name} | ${cpu[c.name].toFixed(2)} | ${cell(1)} | ${cell(64)} | ${cell(512)} |`);
+  console.log(`| ${c.name} | ${cpu[c.name].toFixed(2)} | ${processCpu[c.name].toFixed(2)} | ${cell(1)} | ${cell(64)} | ${cell(512)} |`);
 }
 const s = stats(rb);
-console.log(`| redis-benchmark, one-decision script, -P 512 | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);
+console.log(`| redis-benchmark, one-decision script, -P 512 | | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);
+// Ratios within each round: sluice token-bucket over the faster of the two libraries in that round.
+for (const n of [64, 512]) {
+  const ratio = rates[`sluice token-bucket @${n}`].map(
+    (tb, r) => tb / Math.max(rates[`rate-limiter-flexible @${n}`][r], rates[`rate-limit-redis @${n}`][r]),
+  );
+  const q = stats(ratio);
+  console.log(
+    `\ntoken-bucket / faster library @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x)`,
+  );
+}

@@ -17,6 +17,9 @@ export async function startRedis() {
     stdio: 'ignore',
   });
   const client = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
+  // Refused connections are expected until the server listens; say nothing about them.
+  const starting = () => {};
+  client.on('error', starting);
   for (let i = 0; i < 100; i++) {
     try {
       await client.connect();
@@ -25,6 +28,7 @@ export async function startRedis() {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+  client.off('error', starting);
   const stop = () => {
     client.disconnect();
     proc.kill('SIGKILL');
