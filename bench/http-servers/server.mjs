@@ -1,0 +1,124 @@
+// One contender of the HTTP benchmark (bench/http.mjs), in its own process: a framework app with one
+// route, GET / -> {"hello":"world"}, behind one rate limiter (or none: 'bare'). Every limiter keys on the
+// x-client-id header with its own key option, allows LIMIT per WINDOW_MS (high enough never to deny
+// in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
+// Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort]
+// Sends { port } over IPC once it listens on 127.0.0.1 and its Redis client is ready; exits with its parent.
+import Redis from 'ioredis';
+
+export const LIMIT = 1000;
+export const WINDOW_MS = 3_600_000;
+const HEADER = 'x-client-id';
+// The same client settings for every contender: @fastify/rate-limit's recommended ones.
+const REDIS_OPTIONS = { host: '127.0.0.1', maxRetriesPerRequest: 1, connectTimeout: 500 };
+const BODY = { hello: 'world' };
+const policy = { limit: LIMIT, window: WINDOW_MS };
+
+const [framework, contender, redisPort] = process.argv.slice(2);
+
+async function redisClient() {
+  const client = new Redis({ ...REDIS_OPTIONS, port: Number(redisPort) });
+  await new Promise((resolve, reject) => {
+    client.once('ready', resolve);
+    client.once('error', reject);
+  });
+  return client;
+}
+
+// sluice answers a store error or timeout by its fail mode instead of failing the request: count those
+// answers (and denials), so that the parent can tell a run decided by Redis from one decided locally.
+const events = {};
+async function sluiceOptions(key) {
+  const { memoryStore, redisStore } = await import('@sluice/core');
+  const store = contender === 'sluice-redis' ? redisStore({ client: await redisClient() }) : memoryStore();
+  const onEvent = (event) => {
+    events[event.type] = (events[event.type] ?? 0) + 1;
+  };
+  return { policy, store, key, onEvent };
+}
+
+async function express() {
+  const { default: createApp } = await import('express');
+  const app = createApp();
+  app.set('etag', false);
+  app.disable('x-powered-by');
+  const key = (req) => req.headers[HEADER];
+  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+    const { rateLimit } = await import('@sluice/express');
+    app.use(rateLimit(await sluiceOptions(key)));
+  } else if (contender === 'express-rate-limit') {
+    const { rateLimit } = await import('express-rate-limit');
+    const { RedisStore } = await import('rate-limit-redis');
+    const client = await redisClient();
+    const store = new RedisStore({ sendCommand: (...args) => client.call(...args) });
+    app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT, keyGenerator: key, store }));
+  } else if (contender === 'rate-limiter-flexible') {
+    const { RateLimiterRedis } = await import('rate-limiter-flexible');
+    const limiter = new RateLimiterRedis({ storeClient: await redisClient(), points: LIMIT, duration: WINDOW_MS / 1000 });
+    // The middleware of rate-limiter-flexible's Express guide.
+    app.use((req, res, next) => {
+      limiter.consume(key(req)).then(
+        () => next(),
+        () => res.status(429).send('Too Many Requests'),
+      );
+    });
+  } else if (contender !== 'bare') throw new Error(`unknown express contender ${contender}`);
+  app.get('/', (_req, res) => {
+    res.json(BODY);
+  });
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server.address().port));
+  });
+}
+
+async function fastify() {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false });
+  const key = (request) => request.headers[HEADER];
+  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+    const { rateLimit } = await import('@sluice/fastify');
+    await app.register(rateLimit, await sluiceOptions(key));
+  } else if (contender === '@fastify/rate-limit') {
+    const { default: fastifyRateLimit } = await import('@fastify/rate-limit');
+    await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: WINDOW_MS, redis: await redisClient(), keyGenerator: key });
+  } else if (contender !== 'bare') throw new Error(`unknown fastify contender ${contender}`);
+  app.get('/', async () => BODY);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return app.server.address().port;
+}
+
+async function koa() {
+  const { default: Koa } = await import('koa');
+  const { default: Router } = await import('@koa/router');
+  const app = new Koa();
+  const key = (ctx) => ctx.get(HEADER);
+  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+    const { rateLimit } = await import('@sluice/koa');
+    app.use(rateLimit(await sluiceOptions(key)));
+  } else if (contender === 'koa-ratelimit') {
+    const { default: ratelimit } = await import('koa-ratelimit');
+    app.use(ratelimit({ driver: 'redis', db: await redisClient(), duration: WINDOW_MS, max: LIMIT, id: key }));
+  } else if (contender !== 'bare') throw new Error(`unknown koa contender ${contender}`);
+  const router = new Router();
+  router.get('/', (ctx) => {
+    ctx.body = BODY;
+  });
+  app.use(router.routes());
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server.address().port));
+  });
+}
+
+const start = { express, fastify, koa }[framework];
+if (start === undefined) throw new Error(`unknown framework ${framework}`);
+// Nothing outlives the benchmark: when the parent goes, so does this process. SIGTERM exits normally,
+// so that a --cpu-prof profile gets written.
+process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
+const port = await start();
+process.on('message', (message) => {
+  if (message === 'events') process.send({ events });
+  else if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
+});
+if (process.send) process.send({ port });
+else console.log(`${framework} ${contender} listening on 127.0.0.1:${port}`);

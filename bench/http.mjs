@@ -1,0 +1,325 @@
+// HTTP benchmark (issue 3): per framework, the bare app, sluice on the memory store, sluice on Redis, and
+// the libraries users would pick instead on the same Redis. Each contender's server is its own child
+// process (bench/http-servers/server.mjs) on 127.0.0.1; autocannon runs here, 64 connections, every
+// request carrying an x-client-id header spread over 10,000 values; every limiter keys on it and allows
+// far more than a run sends, so nothing is denied (any non-2xx fails the run). One redis-server, started
+// here, FLUSHALLed before every run. Rounds are interleaved: round r runs every contender once, in an
+// order rotated by r. Figures: median (min–max) req/s over rounds, and the ratio to the bare app of the
+// same framework in the same round.
+// Usage: pnpm bench:http [-- --seconds 5 --rounds 3 --warmup 1 --frameworks express,fastify,koa]
+//   --contenders sluice-redis,bare   run only these contenders (bare is always kept, for the ratios)
+//   --profile DIR                    run the servers under node --cpu-prof, profiles in DIR
+//                                    (summarize with: node bench/http-servers/profile-summary.mjs DIR/*/*.cpuprofile)
+import { execFileSync, fork } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startRedis } from './redis-server.mjs';
+
+const require = createRequire(import.meta.url);
+const autocannon = require('autocannon');
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+};
+const SECONDS = Number(arg('seconds', 5));
+const ROUNDS = Number(arg('rounds', 3));
+const WARMUP = Number(arg('warmup', 1));
+const FRAMEWORKS = arg('frameworks', 'express,fastify,koa').split(',');
+const ONLY = arg('contenders', undefined)?.split(',');
+const PROFILE = arg('profile', undefined);
+const CONNECTIONS = 64;
+const KEYS = 10_000;
+const SERVER = new URL('./http-servers/server.mjs', import.meta.url);
+const HOOKS = fileURLToPath(new URL('./http-servers/snapshot-hooks.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PACKAGES = ['core', 'express', 'fastify', 'koa'];
+
+const CONTENDERS = {
+  express: ['bare', 'sluice-memory', 'sluice-redis', 'express-rate-limit', 'rate-limiter-flexible'],
+  fastify: ['bare', 'sluice-memory', 'sluice-redis', '@fastify/rate-limit'],
+  koa: ['bare', 'sluice-memory', 'sluice-redis', 'koa-ratelimit'],
+};
+const LABELS = {
+  bare: 'bare app',
+  'sluice-memory': 'sluice, memory store',
+  'sluice-redis': 'sluice, Redis',
+  'express-rate-limit': 'express-rate-limit + rate-limit-redis',
+  'rate-limiter-flexible': 'rate-limiter-flexible (RateLimiterRedis)',
+  '@fastify/rate-limit': '@fastify/rate-limit (Redis)',
+  'koa-ratelimit': 'koa-ratelimit (Redis)',
+};
+const ON_REDIS = (contender) => contender !== 'bare' && contender !== 'sluice-memory';
+
+for (const f of FRAMEWORKS) if (!CONTENDERS[f]) throw new Error(`--frameworks: unknown framework ${f} (express, fastify, koa)`);
+if (ONLY) for (const f of FRAMEWORKS) CONTENDERS[f] = CONTENDERS[f].filter((c) => c === 'bare' || ONLY.includes(c));
+if (!(SECONDS > 0) || !(ROUNDS >= 1) || !(WARMUP >= 0)) throw new Error('--seconds, --rounds and --warmup must be positive');
+
+// Everything this process starts, stopped on the way out, whatever the way out is.
+const children = new Set();
+let redis;
+let snapshot;
+function stopAll() {
+  for (const child of children) child.kill('SIGKILL');
+  children.clear();
+  redis?.stop();
+  redis = undefined;
+  if (snapshot) rmSync(snapshot, { recursive: true, force: true });
+  snapshot = undefined;
+}
+process.on('exit', stopAll);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    console.error(`\n${signal}: stopping servers and redis-server`);
+    stopAll();
+    process.exit(130);
+  });
+}
+
+// Every server of a run loads the same build of the sluice packages: a copy of packages/*/dist taken now,
+// once no dist has changed for 3 s (a `pnpm build` elsewhere may be rewriting them).
+async function takeSnapshot() {
+  const files = (dir) => readdirSync(dir, { recursive: true }).map((f) => join(dir, f));
+  for (let tries = 0; ; tries++) {
+    const dists = PACKAGES.map((p) => join(ROOT, 'packages', p, 'dist'));
+    const ready = dists.every((d) => existsSync(join(d, 'esm', 'index.js')));
+    const newest = ready ? Math.max(...dists.flatMap(files).map((f) => statSync(f).mtimeMs)) : Date.now();
+    if (ready && Date.now() - newest > 3_000) break;
+    if (tries === 120) throw new Error('packages/*/dist missing or changing for 4 minutes: run `pnpm build` first');
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-'));
+  const hash = createHash('sha1');
+  for (const p of PACKAGES) {
+    cpSync(join(ROOT, 'packages', p, 'dist'), join(dir, p, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'packages', p, 'package.json'), join(dir, p, 'package.json'));
+    for (const f of files(join(dir, p, 'dist', 'esm')).sort()) if (f.endsWith('.js')) hash.update(readFileSync(f));
+  }
+  return { dir, hash: hash.digest('hex').slice(0, 12) };
+}
+
+function gitState() {
+  try {
+    const git = (...a) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = git('status', '--short', '--', 'packages', 'lua').split('\n').filter(Boolean).length;
+    return `commit ${git('rev-parse', '--short', 'HEAD')}${dirty ? `, ${dirty} uncommitted change(s) under packages/ and lua/` : ''}`;
+  } catch {
+    return 'commit unknown';
+  }
+}
+
+function startServer(framework, contender) {
+  return new Promise((resolve, reject) => {
+    // Profiles of one server go to DIR/<framework>-<contender>-<time>/: the main thread's, and the module hooks thread's (tiny).
+    const execArgv = PROFILE
+      ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, `${framework}-${contender.replace('/', '-')}-${Date.now()}`)]
+      : [];
+    const child = fork(SERVER, [framework, contender, String(redis.port)], {
+      execArgv: ['--import', HOOKS, ...execArgv],
+      env: { ...process.env, SLUICE_BENCH_SNAPSHOT: snapshot },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    children.add(child);
+    const timer = setTimeout(() => fail(new Error('did not listen within 15 s')), 15_000);
+    const fail = (error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      children.delete(child);
+      reject(new Error(`${framework} ${contender}: ${error.message}`));
+    };
+    child.once('error', fail);
+    child.once('exit', (code, signal) => fail(new Error(`exited (${signal ?? code}) before listening`)));
+    child.once('message', ({ port }) => {
+      child.on('error', () => {});
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      resolve({ child, port });
+    });
+  });
+}
+
+function stopServer(child) {
+  children.delete(child);
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', resolve);
+    // SIGTERM lets a profiled server write its profile; nothing else needs a clean exit.
+    child.kill(PROFILE ? 'SIGTERM' : 'SIGKILL');
+  });
+}
+
+// Request i carries x-client-id client-(i mod 10,000): every key, evenly, whatever the request rate.
+const IDS = Array.from({ length: KEYS }, (_, i) => `client-${i}`);
+let sent = 0;
+const requests = [
+  {
+    method: 'GET',
+    path: '/',
+    setupRequest(req) {
+      req.headers = { 'x-client-id': IDS[sent++ % KEYS] };
+      return req;
+    },
+  },
+];
+
+async function load(port, seconds) {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: CONNECTIONS, duration: seconds, requests });
+  const bad = result.non2xx + result.errors + result.timeouts;
+  return { rps: result.requests.total / result.duration, bad, result };
+}
+
+// Asks a server for 'cpu' (its process.cpuUsage()) or 'events' (sluice's onEvent counts: store errors,
+// fallbacks, fail-opens, denials).
+function ask(child, what) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer to "${what}"`)), 5_000);
+    child.once('message', (message) => {
+      clearTimeout(timer);
+      resolve(message[what]);
+    });
+    child.send(what);
+  });
+}
+
+// redis-server's CPU time (µs) and its commands by name since the last CONFIG RESETSTAT; commands run
+// inside a script count too, under their own names, besides the EVALSHA.
+async function redisCounters() {
+  const info = await redis.client.info('all');
+  const n = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)[1]);
+  const commands = {};
+  for (const m of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) commands[m[1]] = Number(m[2]);
+  return { cpu: (n('used_cpu_user') + n('used_cpu_sys')) * 1e6, commands };
+}
+
+const notes = [];
+async function run(framework, contender, round) {
+  await redis.client.flushall();
+  const { child, port } = await startServer(framework, contender);
+  try {
+    const where = `${framework} ${contender}`;
+    if (WARMUP > 0) {
+      const w = await load(port, WARMUP);
+      if (w.bad > 0)
+        throw new Error(`${where}: warm-up had ${w.result.non2xx} non-2xx, ${w.result.errors} errors, ${w.result.timeouts} timeouts`);
+    }
+    const cpu0 = await ask(child, 'cpu');
+    await redis.client.config('RESETSTAT');
+    const redis0 = await redisCounters();
+    const m = await load(port, SECONDS);
+    const cpu1 = await ask(child, 'cpu');
+    const done = m.result.requests.total;
+    const cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / done;
+    const redis1 = await redisCounters();
+    const redisUs = (redis1.cpu - redis0.cpu) / done;
+    // Less this script's own INFO and CONFIG calls.
+    const commands = Object.fromEntries(Object.entries(redis1.commands).filter(([name]) => !/^(info|config)/.test(name)));
+    const calls = Object.entries(commands)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, n]) => `${name} ${(n / done).toFixed(n / done < 0.1 ? 3 : 2)}`)
+      .join(', ');
+    const scripts = ((commands.evalsha ?? 0) + (commands.eval ?? 0)) / done;
+    const { non2xx, errors, timeouts } = m.result;
+    const keys = ON_REDIS(contender) ? await redis.client.dbsize() : undefined;
+    const events = contender.startsWith('sluice') ? await ask(child, 'events') : {};
+    const local = Object.entries(events)
+      .map(([type, n]) => `${type} ${n}`)
+      .join(', ');
+    console.log(
+      `  ${where.padEnd(36)} ${Math.round(m.rps).toLocaleString('en-US').padStart(7)} req/s, server ${cpu.toFixed(1)} µs CPU/req, redis ${redisUs.toFixed(1)} µs CPU/req; non-2xx ${non2xx}, errors ${errors}, timeouts ${timeouts}` +
+        (keys === undefined ? '' : `, Redis keys ${keys}`) +
+        (local ? `, sluice events: ${local}` : '') +
+        (calls ? `\n      Redis commands per request (script calls included): ${calls}` : ''),
+    );
+    if (events.denied || events['shadow-denied']) throw new Error(`${where}: sluice denied requests: the limits are too low`);
+    if (local) {
+      notes.push(`${where} in round ${round + 1}: ${local} (store errors or timeouts: those requests were decided locally, not by Redis)`);
+    }
+    if (m.bad > 0) throw new Error(`${where}: ${non2xx} non-2xx, ${errors} errors, ${timeouts} timeouts: the run is void`);
+    if (keys === 0) throw new Error(`${where}: no key in Redis after the run: the limiter did not use Redis`);
+    return { rps: m.rps, cpu, redis: redisUs, scripts };
+  } finally {
+    await stopServer(child);
+  }
+}
+
+const rotate = (xs, r) => xs.map((_, i) => xs[(i + r) % xs.length]);
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length / 2;
+  const median = s.length % 2 ? s[Math.floor(mid)] : (s[mid - 1] + s[mid]) / 2;
+  return { min: s[0], median, max: s.at(-1) };
+};
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const fmtRatio = (n) => n.toFixed(2);
+
+const taken = await takeSnapshot();
+snapshot = taken.dir;
+redis = await startRedis();
+const total = FRAMEWORKS.reduce((n, f) => n + CONTENDERS[f].length, 0);
+console.log(
+  `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${total} contenders x ${ROUNDS} rounds x (${WARMUP} s warm-up + ${SECONDS} s), ` +
+    `${CONNECTIONS} connections, ${KEYS.toLocaleString('en-US')} keys; redis-server on port ${redis.port}; ` +
+    `sluice build ${taken.hash} (${gitState()}); about ${Math.ceil((total * ROUNDS * (WARMUP + SECONDS + 1.5)) / 60)} min; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+);
+
+// runs[framework][contender] = one { rps, cpu, redis } per round
+const runs = Object.fromEntries(FRAMEWORKS.map((f) => [f, Object.fromEntries(CONTENDERS[f].map((c) => [c, []]))]));
+const started = performance.now();
+for (let r = 0; r < ROUNDS; r++) {
+  console.log(`round ${r + 1}/${ROUNDS} (load average ${loadavg()[0].toFixed(2)})`);
+  for (const framework of rotate(FRAMEWORKS, r)) {
+    for (const contender of rotate(CONTENDERS[framework], r)) runs[framework][contender].push(await run(framework, contender, r));
+  }
+}
+stopAll();
+const minutes = (performance.now() - started) / 60_000;
+
+console.log(
+  `\nDone in ${minutes.toFixed(1)} min; load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+const roundHeads = Array.from({ length: ROUNDS }, (_, r) => `round ${r + 1}`);
+console.log(
+  `\n| framework | contender | ${roundHeads.join(' | ')} | req/s, median (min–max) | ratio to bare, median (min–max) | ` +
+    'server CPU µs/req | Redis CPU µs/req | scripts (EVAL/EVALSHA) per req |',
+);
+console.log(`| --- | --- | ${roundHeads.map(() => '---:').join(' | ')} | ---: | ---: | ---: | ---: | ---: |`);
+const verdicts = [];
+for (const framework of FRAMEWORKS) {
+  const bare = runs[framework].bare.map((x) => x.rps);
+  const ratios = {};
+  for (const contender of CONTENDERS[framework]) {
+    const xs = runs[framework][contender].map((x) => x.rps);
+    ratios[contender] = xs.map((x, r) => x / bare[r]);
+    const cells = xs.map((x, r) => `${fmt(x)} (${fmtRatio(ratios[contender][r])})`);
+    const s = stats(xs);
+    const q = stats(ratios[contender]);
+    const cpu = stats(runs[framework][contender].map((x) => x.cpu)).median;
+    const onRedis = (field, digits) =>
+      ON_REDIS(contender) ? stats(runs[framework][contender].map((x) => x[field])).median.toFixed(digits) : '';
+    console.log(
+      `| ${framework} | ${LABELS[contender]} | ${cells.join(' | ')} | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) | ` +
+        `${fmtRatio(q.median)} (${fmtRatio(q.min)}–${fmtRatio(q.max)}) | ${cpu.toFixed(1)} | ${onRedis('redis', 1)} | ${onRedis('scripts', 3)} |`,
+    );
+  }
+  if (!ratios['sluice-redis']) continue;
+  const sluice = stats(ratios['sluice-redis']).median;
+  verdicts.push(`${framework}: sluice on Redis at ${fmtRatio(sluice)} of bare (target 0.85): ${sluice >= 0.85 ? 'met' : 'MISSED'}`);
+  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && c !== 'sluice-redis')) {
+    const p = stats(ratios[peer]).median;
+    const wins = ratios['sluice-redis'].filter((x, r) => x > ratios[peer][r]).length;
+    verdicts.push(
+      `${framework}: sluice on Redis ${fmtRatio(sluice)} vs ${LABELS[peer]} ${fmtRatio(p)}: ` +
+        `${sluice > p ? 'ahead' : 'BEHIND'} (ahead in ${wins} of ${ROUNDS} rounds)`,
+    );
+  }
+}
+if (notes.length > 0) console.log(`\nWARNING: sluice decided some requests without Redis:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+console.log(`\nTargets (ratios are medians of per-round ratios):\n${verdicts.map((v) => `- ${v}`).join('\n')}`);
