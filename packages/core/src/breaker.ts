@@ -42,3 +42,33 @@ export function createBreaker(
     },
   };
 }
+
+type BreakerListener = (open: boolean, error: Error | undefined, openForMs: number) => void;
+const shared = new WeakMap<object, Map<string, { breaker: Breaker; listeners: Set<BreakerListener> }>>();
+
+/**
+ * The breaker of `store` for these settings, shared by every limiter on that store: a route's limiter
+ * stacked under an app's learns of an outage from the app's failures instead of waiting out its own
+ * timeouts. Each limiter hears open and close through `listener` until it calls `release`.
+ */
+export function sharedBreaker(
+  store: object,
+  failures: number,
+  cooldownMs: number,
+  listener: BreakerListener,
+): { breaker: Breaker; release: () => void } {
+  let byStore = shared.get(store);
+  if (byStore === undefined) shared.set(store, (byStore = new Map()));
+  const settings = `${failures}/${cooldownMs}`;
+  let entry = byStore.get(settings);
+  if (entry === undefined) {
+    const listeners = new Set<BreakerListener>();
+    const breaker = createBreaker(failures, cooldownMs, (open, error, ms) => {
+      for (const l of listeners) l(open, error, ms);
+    });
+    byStore.set(settings, (entry = { breaker, listeners }));
+  }
+  const { breaker, listeners } = entry;
+  listeners.add(listener);
+  return { breaker, release: () => listeners.delete(listener) };
+}

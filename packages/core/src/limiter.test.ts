@@ -1,5 +1,7 @@
+import { performance } from 'node:perf_hooks';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
+import type { Store } from './store.js';
 
 describe('createLimiter options', () => {
   const bad: Array<[unknown, RegExp]> = [
@@ -45,5 +47,31 @@ describe('consume / peek / reset (memory)', () => {
     const l = createLimiter({ policy: '5/1m', store });
     for (let i = 0; i < 10_000; i++) await l.consume(`k${i}`);
     expect(store.size).toBeLessThanOrEqual(100);
+  });
+});
+
+describe('circuit breaker', () => {
+  // A store that never answers: a Store, not a Redis mock.
+  const hung = (): Store => ({ local: false, decide: () => new Promise(() => {}), reset: async () => {}, close: async () => {} });
+
+  test('regression: a limiter stacked on the same store does not wait out its own timeouts once the store is known down', async () => {
+    const store = hung();
+    const events: string[] = [];
+    const app = createLimiter({ policy: '10/1m', store, timeout: 20, breaker: { failures: 2, cooldown: 10_000 }, failMode: 'open' });
+    const route = createLimiter({
+      policy: '3/1m',
+      store,
+      timeout: 20,
+      breaker: { failures: 2, cooldown: 10_000 },
+      onEvent: (e) => events.push(e.type),
+    });
+    await app.consume('a');
+    await app.consume('a');
+    const t = performance.now();
+    const d = await route.consume('a');
+    expect(performance.now() - t).toBeLessThan(15);
+    expect(d.source).toBe('fallback');
+    expect(events).toEqual(['breaker-open', 'fallback']);
+    await Promise.all([app.close(), route.close()]);
   });
 });

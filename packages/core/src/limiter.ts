@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { type Breaker, createBreaker } from './breaker.js';
+import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -47,7 +47,7 @@ export interface LimiterOptions {
   prefilter?: PolicyInput;
   /** Decide and report, never deny (dry run). Default false. */
   shadow?: boolean;
-  /** Circuit breaker in front of the store; false to disable. Default { failures: 5, cooldown: 500 }. */
+  /** Circuit breaker in front of the store, shared by the limiters on one store with the same settings; false to disable. Default { failures: 5, cooldown: 500 }. */
   breaker?: false | { failures?: number; cooldown?: Duration };
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. */
   onEvent?: (event: LimiterEvent) => void;
@@ -207,12 +207,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // A logging hook must not turn a decision into an error.
     }
   };
-  const breaker: Breaker | undefined =
+  const onBreaker = (open: boolean, error: Error | undefined, ms: number) =>
+    emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms });
+  // Limiters on one store share its breaker (a test clock gets one of its own).
+  const held =
     guarded && o.breakerFailures > 0
-      ? createBreaker(o.breakerFailures, o.breakerCooldown, (open, error, ms) =>
-          emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms }),
-        )
+      ? options.clock === undefined
+        ? sharedBreaker(store, o.breakerFailures, o.breakerCooldown, onBreaker)
+        : { breaker: createBreaker(o.breakerFailures, o.breakerCooldown, onBreaker), release() {} }
       : undefined;
+  const breaker: Breaker | undefined = held?.breaker;
 
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
   const shardTag = (tag: string, shard: number) => (shards === 1 ? tag : `${tag}~${shard}`);
@@ -333,6 +337,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
 
     async close() {
+      held?.release();
       denyCache?.clear();
       await local?.close();
       if (o.store === undefined) await store.close();
