@@ -77,6 +77,36 @@ describe('store faults', () => {
     expect(performance.now() - restarted).toBeLessThan(1000);
   });
 
+  skipOwn('regression: calls answered by the fail mode while Redis is down are not charged when it comes back', async () => {
+    // ioredis' defaults: an offline queue and 20 retries per request, which would replay the calls on reconnect.
+    const own = new Redis({ port: server.port, retryStrategy: () => 20 });
+    own.on('error', () => {});
+    await new Promise((r) => own.once('ready', r));
+    try {
+      const limiter = createLimiter({
+        policy: '100/1h',
+        store: redisStore({ client: own }),
+        failMode: 'open',
+        breaker: false,
+        timeout: 50,
+        prefix: unique(),
+      });
+      expect((await limiter.peek('k')).source).toBe('store');
+      await server.kill();
+      await sleep(50);
+      const during = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')));
+      expect(during.every((d) => d.source === 'fail-open')).toBe(true);
+      await server.restart();
+      await new Promise((r) => (own.status === 'ready' ? r(null) : own.once('ready', r)));
+      await sleep(100);
+      const after = await limiter.peek('k');
+      expect(after.source).toBe('store');
+      expect(after.remaining).toBe(100);
+    } finally {
+      own.disconnect();
+    }
+  });
+
   skipOwn('breaker: while open Redis sees no calls; a successful probe closes it; events for both', async () => {
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({

@@ -42,10 +42,16 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
   const cluster = (client as Cluster).isCluster === true;
   let queue: Pending[] = [];
+  let wasReady = false;
 
   function flush(): void {
     const batch = queue;
     queue = [];
+    // A connection that was up and is now down: ioredis would hold these calls in its offline queue and
+    // run them on reconnect, after their callers had their answer from the fail mode, charging them
+    // twice. Refuse them now. (A client not yet connected, as with lazyConnect, may still connect.)
+    if (client.status === 'ready') wasReady = true;
+    else if (wasReady) return fail(batch, new Error(`Redis connection is ${client.status}`));
     if (!cluster) {
       // Two or more script calls rather than one, when there are enough decisions: Redis runs the first
       // while this process answers the other's callers, so the two overlap instead of taking turns.
