@@ -58,7 +58,10 @@ export function sharedBreaker(
   listener: BreakerListener,
 ): { breaker: Breaker; release: () => void } {
   let byStore = shared.get(store);
-  if (byStore === undefined) shared.set(store, (byStore = new Map()));
+  if (byStore === undefined) {
+    byStore = new Map();
+    shared.set(store, byStore);
+  }
   const settings = `${failures}/${cooldownMs}`;
   let entry = byStore.get(settings);
   if (entry === undefined) {
@@ -66,7 +69,8 @@ export function sharedBreaker(
     const breaker = createBreaker(failures, cooldownMs, (open, error, ms) => {
       for (const l of listeners) l(open, error, ms);
     });
-    byStore.set(settings, (entry = { breaker, listeners }));
+    entry = { breaker, listeners };
+    byStore.set(settings, entry);
   }
   const { breaker, listeners } = entry;
   listeners.add(listener);

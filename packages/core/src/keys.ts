@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 
-// Kept as is: short printable ASCII without '{', '}' (hash tags), '~' (shard suffix) or a leading '#'.
-const PLAIN_KEY = /^[!-z|]{1,100}$/;
+// Kept as is: short printable ASCII (spaces included, as in the adapters' 'GET /login' scopes) without
+// '{', '}' (hash tags), '~' (shard suffix) or a leading '#'.
+const PLAIN_KEY = /^[ -z|]{1,100}$/;
 
 /**
  * The hash-tag body for a caller's key: the key itself when short and plain, else '#' and a digest.

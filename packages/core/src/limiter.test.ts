@@ -48,6 +48,19 @@ describe('consume / peek / reset (memory)', () => {
     for (let i = 0; i < 10_000; i++) await l.consume(`k${i}`);
     expect(store.size).toBeLessThanOrEqual(100);
   });
+
+  test('memoryStore evicts the least recently used first', async () => {
+    const store = memoryStore({ maxKeys: 4 });
+    const l = createLimiter({ policy: '1/1m', store });
+    await l.consume('a');
+    await l.consume('b');
+    await l.consume('a'); // used again: kept
+    await l.consume('c');
+    await l.consume('d');
+    expect(store.size).toBeLessThanOrEqual(4);
+    expect((await l.peek('a')).remaining).toBe(0);
+    expect((await l.peek('b')).remaining).toBe(1);
+  });
 });
 
 describe('circuit breaker', () => {

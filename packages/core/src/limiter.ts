@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
+import { createDeadlines } from './deadlines.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -7,7 +8,7 @@ import { badOption, SluiceError } from './errors.js';
 import { keyTag, storeKey } from './keys.js';
 import { memoryStore } from './memory-store.js';
 import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
-import type { Store, StoreReply } from './store.js';
+import type { Store, StoreReply, StoreRequest } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
 export type FailMode = 'open' | 'closed';
@@ -221,22 +222,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
   const shardTag = (tag: string, shard: number) => (shards === 1 ? tag : `${tag}~${shard}`);
 
-  function call(request: Parameters<Store['decide']>[0]): Promise<StoreReply> {
-    if (!guarded) return store.decide(request);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new StoreTimeoutError(o.timeout)), o.timeout);
-      store.decide(request).then(
-        (reply) => {
-          clearTimeout(timer);
-          resolve(reply);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
-  }
+  const within = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
+  const call = (request: StoreRequest): Promise<StoreReply> => (guarded ? within(store.decide(request)) : store.decide(request));
 
   /** The decision when the store cannot answer: by the fail mode. */
   async function withoutStore(key: string, tag: string, cost: number, peek: boolean): Promise<Decision> {

@@ -51,7 +51,10 @@ export function redisStore(options: RedisStoreOptions): Store {
     // run them on reconnect, after their callers had their answer from the fail mode, charging them
     // twice. Refuse them now. (A client not yet connected, as with lazyConnect, may still connect.)
     if (client.status === 'ready') wasReady = true;
-    else if (wasReady) return fail(batch, new Error(`Redis connection is ${client.status}`));
+    else if (wasReady) {
+      fail(batch, new Error(`Redis connection is ${client.status}`));
+      return;
+    }
     if (!cluster) {
       // Two or more script calls rather than one, when there are enough decisions: Redis runs the first
       // while this process answers the other's callers, so the two overlap instead of taking turns.

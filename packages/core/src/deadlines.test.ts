@@ -1,0 +1,32 @@
+import { performance } from 'node:perf_hooks';
+import { createDeadlines } from './deadlines.js';
+
+const never = () => new Promise<never>(() => {});
+const later = <T>(ms: number, value: T) => new Promise<T>((r) => setTimeout(() => r(value), ms));
+
+describe('createDeadlines', () => {
+  it('passes values and errors through, and fails calls past their deadline, in order', async () => {
+    const within = createDeadlines(40, () => new Error('timed out'));
+    await expect(within(Promise.resolve(7))).resolves.toBe(7);
+    await expect(within(Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    const t = performance.now();
+    const first = within(never()).catch(() => performance.now() - t);
+    await later(15, null);
+    const second = within(never()).catch(() => performance.now() - t);
+    const fast = within(later(5, 'ok'));
+    await expect(fast).resolves.toBe('ok');
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toBeGreaterThanOrEqual(39);
+    expect(a).toBeLessThan(80);
+    expect(b).toBeGreaterThanOrEqual(54);
+    expect(b).toBeGreaterThan(a as number);
+  });
+
+  it('a slow call among fast ones still times out, and a late reply after that is ignored', async () => {
+    const within = createDeadlines(20, () => new Error('timed out'));
+    const calls = [within(later(60, 'late')), ...Array.from({ length: 100 }, (_, i) => within(Promise.resolve(i)))];
+    const results = await Promise.allSettled(calls);
+    expect(results[0]).toMatchObject({ status: 'rejected' });
+    expect(results.slice(1).every((r) => r.status === 'fulfilled')).toBe(true);
+  });
+});
