@@ -1,0 +1,56 @@
+import type { Decision } from './decision.js';
+import { failOpenDecision } from './decision.js';
+import { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { parsePolicies } from './policy.js';
+
+const denied: Decision = {
+  allowed: false,
+  limit: 3,
+  remaining: 0,
+  resetMs: 59_001,
+  retryAfterMs: 19_001,
+  policy: '3-per-60s',
+  policies: [
+    { name: '3-per-60s', limit: 3, windowMs: 60_000, remaining: 0, resetMs: 59_001, retryAfterMs: 19_001 },
+    { name: '100-per-3600s', limit: 100, windowMs: 3_600_000, remaining: 97, resetMs: 108_000, retryAfterMs: 0 },
+  ],
+  source: 'store',
+};
+
+describe('rateLimitHeaders', () => {
+  it('draft: one list member per policy; t rounds up and equals Retry-After for the violated policy', () => {
+    expect(rateLimitHeaders(denied)).toEqual({
+      'Retry-After': '20',
+      'RateLimit-Policy': '"3-per-60s";q=3;w=60, "100-per-3600s";q=100;w=3600',
+      RateLimit: '"3-per-60s";r=0;t=20, "100-per-3600s";r=97;t=108',
+    });
+  });
+
+  it('legacy: X-RateLimit-* with Reset in epoch seconds; false: only Retry-After on a denial', () => {
+    const now = Math.ceil(Date.now() / 1000);
+    const legacy = rateLimitHeaders(denied, { headers: 'legacy' });
+    expect(Object.keys(legacy).sort()).toEqual(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
+    expect(Number(legacy['X-RateLimit-Reset']) - now).toBeGreaterThanOrEqual(19);
+    expect(Number(legacy['X-RateLimit-Reset']) - now).toBeLessThanOrEqual(21);
+    expect(rateLimitHeaders(denied, { headers: false })).toEqual({ 'Retry-After': '20' });
+    expect(Object.keys(rateLimitHeaders(denied, { headers: 'both' }))).toHaveLength(6);
+  });
+
+  it('a fail-open decision knows no count: policy, but no RateLimit or remaining', () => {
+    const open = failOpenDecision(parsePolicies('10/1m'));
+    expect(rateLimitHeaders(open, { headers: 'both' })).toEqual({
+      'RateLimit-Policy': '"10-per-60s";q=10;w=60',
+      'X-RateLimit-Limit': '10',
+    });
+  });
+
+  it('Retry-After is at least 1, and sub-second windows show w=1', () => {
+    expect(retryAfterSeconds({ ...denied, retryAfterMs: 1 })).toBe(1);
+    const fast = failOpenDecision(parsePolicies('5/500ms'));
+    expect(rateLimitHeaders(fast)['RateLimit-Policy']).toBe('"5-per-500ms";q=5;w=1');
+  });
+
+  it('refuses an unknown headers mode naming the option', () => {
+    expect(() => parseHeadersMode('draft-7')).toThrow("headers must be 'draft', 'legacy', 'both' or false, got \"draft-7\"");
+  });
+});
