@@ -5,8 +5,9 @@
 -- ARGV[3..2+4P]  per spec: algorithm ('tb' | 'fw' | 'sw' | 'sl'), limit, window ms, burst
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
--- Reply: per decision, per policy: remaining, resetMs, retryAfterMs. A decision is allowed when every
--- retryAfterMs is 0: each algorithm answers a denial with retryAfterMs >= 1.
+-- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
+-- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
+-- is 0: each algorithm answers a denial with retryAfterUs >= 1.
 -- A decision passes only if every policy passes, and a denial charges none of them.
 local ALGORITHMS = { tb = token_bucket, fw = fixed_window, sw = sliding_window, sl = sliding_log }
 

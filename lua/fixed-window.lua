@@ -1,7 +1,8 @@
 -- fixed-window: at most `limit` units per window aligned to the server clock (floor(now / window)).
 -- Contract: fixed_window(key, now, limit, window, burst, cost, apply, slack)
 --   key    KEYS entry holding the string "index count" (%d, or %.17g for a fractional count); burst is unused
--- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused), retryAfterMs (0 when ok)
+-- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused),
+--   retryAfterUs (to the window's end in whole µs, rounded up: 0 when ok, else >= 1)
 local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
   local idx = floor(now / window)
@@ -18,7 +19,9 @@ local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
       same = true
     end
   end
-  local ends = max(1, ceil((idx + 1) * window - now))
+  -- The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
+  local endsUs = max(1, ceil(((idx + 1) * window - now) * 1000))
+  local ends = ceil(endsUs / 1000)
   local ok = count + cost <= limit
   if ok and apply then
     count = count + cost
@@ -33,6 +36,6 @@ local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
   end
   local reset, retry = 0, 0
   if count > 0 then reset = ends end
-  if not ok then retry = ends end
+  if not ok then retry = endsUs end
   return ok, max(0, floor(limit - count)), reset, retry
 end

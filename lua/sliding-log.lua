@@ -2,7 +2,8 @@
 -- the live units are those scored in (now - window, now].
 -- Contract: sliding_log(key, now, limit, window, burst, cost, apply, slack)
 --   key    KEYS entry of a sorted set; burst is unused; cost is a whole number
--- Reply: ok, remaining (integer), resetMs (until the newest unit leaves), retryAfterMs (0 when ok)
+-- Reply: ok, remaining (integer), resetMs (until the newest unit leaves),
+--   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
 local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
   newest = newest and tonumber(newest)
@@ -34,10 +35,10 @@ local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
   if count > 0 then reset = math.max(1, math.ceil(newest + window - now)) end
   if not ok then
     if cost > limit then
-      retry = math.max(1, reset)
+      retry = math.max(1, reset) * 1000
     else
       local nth = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
-      retry = math.max(1, math.ceil(tonumber(nth[2]) + window - now))
+      retry = math.max(1, math.ceil((tonumber(nth[2]) + window - now) * 1000))
     end
   end
   return ok, math.max(0, limit - count), reset, retry

@@ -3,7 +3,8 @@
 -- Contract: sliding_window(key, now, limit, window, burst, cost, apply, slack)
 --   key    KEYS entry holding the string "index current previous" (%d, or %.17g for fractional counts);
 --          burst is unused
--- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing), retryAfterMs (0 when ok)
+-- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing),
+--   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
 local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function sliding_window(key, now, limit, window, burst, cost, apply, slack)
   local idx = floor(now / window)
@@ -61,7 +62,7 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
       -- in the next window, where this window's count becomes the weighted one
       at = start + window + window * (1 - (limit - cost) / cur)
     end
-    retry = max(1, ceil(at - now))
+    retry = max(1, ceil((at - now) * 1000))
   end
   return ok, max(0, floor(limit - used)), reset, retry
 end

@@ -6,7 +6,7 @@
 -- whole costs, limits and windows stay exact integers, so no rounding drifts the count.
 -- Contract: token_bucket(key, now, limit, window, burst, cost, apply, slack)
 --   now    ms on the server clock; window, slack in ms; apply: charge `cost` if it passes
--- Reply: ok, remaining (integer), resetMs (to full), retryAfterMs (0 when ok, else >= 1)
+-- Reply: ok, remaining (integer), resetMs (to full), retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
 local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
 local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
   local t = floor(now * 1000 + 0.5)
@@ -34,7 +34,8 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
     local value = r == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, r)
     call('SET', key, value, 'PX', ceil(debt / (limit * 1000)) + slack)
   end
+  -- The shortfall, (cost - tokens) * W, refills at `limit` per µs.
   local retry = 0
-  if not ok then retry = max(1, ceil((need - (burst * w - debt)) / (limit * 1000))) end
+  if not ok then retry = max(1, ceil((need - (burst * w - debt)) / limit)) end
   return ok, max(0, floor((burst * w - debt) / w)), ceil(debt / (limit * 1000)), retry
 end

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createLimiter, type Decision, memoryStore, redisStore } from '@sluice/core';
+import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
 import Redis from 'ioredis';
 import { startRedis } from './support/redis';
@@ -56,8 +56,27 @@ describe('@sluice/core on a real Redis', () => {
         let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
         const clock = () => now;
         const prefix = unique();
-        const inRedis = createLimiter({ policy: policies, store: redisStore({ client, clock }), prefix, denyCache: false, timeout: 5000 });
-        const inMemory = createLimiter({ policy: policies, store: memoryStore({ clock }), prefix });
+        // Each store's last reply: its retries are ms to the µs, which the Decision rounds up, so they are
+        // compared as they are, not only through the Decision.
+        const replies: Array<StoreReply | undefined> = [undefined, undefined];
+        const recorded = (store: Store, i: number): Store => ({
+          local: store.local,
+          decide: async (request) => {
+            const reply = await store.decide(request);
+            replies[i] = reply;
+            return reply;
+          },
+          reset: (keys) => store.reset(keys),
+          close: () => store.close(),
+        });
+        const inRedis = createLimiter({
+          policy: policies,
+          store: recorded(redisStore({ client, clock }), 0),
+          prefix,
+          denyCache: false,
+          timeout: 5000,
+        });
+        const inMemory = createLimiter({ policy: policies, store: recorded(memoryStore({ clock }), 1), prefix });
         for (const o of ops) {
           if (o.kind === 'step') {
             now += o.ms;
@@ -65,7 +84,10 @@ describe('@sluice/core on a real Redis', () => {
           }
           const cost = o.kind === 'consume' && whole ? Math.ceil(o.cost) : o.kind === 'consume' ? o.cost : 1;
           const call = (l: typeof inRedis): Promise<Decision> => (o.kind === 'peek' ? l.peek('k') : l.consume('k', { cost }));
+          replies.fill(undefined);
           const [a, b] = await Promise.all([call(inRedis), call(inMemory)]);
+          expect(replies[0]).toBeDefined();
+          expect(replies[0]).toEqual(replies[1]);
           expect(a).toEqual(b);
         }
       }),

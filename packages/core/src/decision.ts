@@ -37,7 +37,10 @@ export interface Decision {
   shadowed?: boolean;
 }
 
-/** Builds the Decision for a store's reply; `scale` turns a shard's counts into the whole key's. */
+/**
+ * Builds the Decision for a store's reply; `scale` turns a shard's counts into the whole key's. The
+ * store's retries are ms to the µs; the Decision's are whole ms, rounded up.
+ */
 export function toDecision(policies: readonly Policy[], reply: StoreReply, source: DecisionSource, scale?: readonly number[]): Decision {
   const entries: PolicyDecision[] = [];
   let binding = 0;
@@ -45,6 +48,7 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     const p = policies[i] as Policy;
     const s = reply.states[i] as StoreReply['states'][number];
     const k = scale?.[i];
+    const retryAfterMs = reply.allowed ? 0 : Math.ceil(s.retryAfterMs);
     const remaining = k === undefined ? s.remaining : Math.min(p.limit, Math.floor(s.remaining * k));
     entries.push({
       name: p.name,
@@ -52,10 +56,10 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
       windowMs: p.windowMs,
       remaining,
       resetMs: s.resetMs,
-      retryAfterMs: reply.allowed ? 0 : s.retryAfterMs,
+      retryAfterMs,
     });
     const b = entries[binding] as PolicyDecision;
-    if (reply.allowed ? remaining < b.remaining : s.retryAfterMs > b.retryAfterMs) binding = i;
+    if (reply.allowed ? remaining < b.remaining : retryAfterMs > b.retryAfterMs) binding = i;
   }
   const b = entries[binding] as PolicyDecision;
   return {
@@ -68,6 +72,13 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     policies: entries,
     source,
   };
+}
+
+/** ms to the µs until a denied reply's cost could pass every policy: the longest of their retries. */
+export function replyRetryMs(reply: StoreReply): number {
+  let most = 0;
+  for (const s of reply.states) if (s.retryAfterMs > most) most = s.retryAfterMs;
+  return most;
 }
 
 /** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known. */

@@ -19,7 +19,7 @@ const denial: Decision = {
 describe('DenyCache', () => {
   it('regression: a cached 429 keeps RateLimit t equal to Retry-After as time passes', () => {
     const cache = new DenyCache(10);
-    cache.set('k', 1, denial, 1000);
+    cache.set('k', 1, denial, 1000, 20_000);
     const later = cache.get('k', 1, 1000 + 3_500) as Decision;
     expect(later.source).toBe('deny-cache');
     expect(later.retryAfterMs).toBe(16_500);
@@ -32,14 +32,29 @@ describe('DenyCache', () => {
 
   it('answers only a cost at least the denied one, only until the retry-after runs out, and stays bounded', () => {
     const cache = new DenyCache(2);
-    cache.set('k', 2, denial, 0);
+    cache.set('k', 2, denial, 0, 19_999.001);
     expect(cache.get('k', 1, 10)).toBeUndefined();
     expect(cache.get('k', 2, 10)).toBeDefined();
+    expect(cache.get('k', 2, 19_999 - 0.0001)).toBeDefined();
     expect(cache.get('k', 2, 19_999)).toBeUndefined();
-    cache.set('a', 1, denial, 0);
-    cache.set('b', 1, denial, 0);
-    cache.set('c', 1, denial, 0);
+    cache.set('a', 1, denial, 0, 20_000);
+    cache.set('b', 1, denial, 0, 20_000);
+    cache.set('c', 1, denial, 0, 20_000);
     expect(cache.get('a', 1, 1)).toBeUndefined();
     expect(cache.get('c', 1, 1)).toBeDefined();
+  });
+
+  it("holds a denial for the store's retry to the µs less 1 µs, not the Decision's whole ms less 1 ms", () => {
+    const cache = new DenyCache(10);
+    // A token bucket of 1000/1s: the next token in 0.7 ms, which the Decision shows as 1 ms.
+    const short = { ...denial, retryAfterMs: 1, policies: [{ ...denial.policies[0]!, retryAfterMs: 1 }] };
+    cache.set('k', 1, short, 5000, 0.7);
+    expect(cache.get('k', 1, 5000.5)?.retryAfterMs).toBe(1);
+    expect(cache.get('k', 1, 5000.6989)).toBeDefined();
+    expect(cache.get('k', 1, 5000.699)).toBeUndefined();
+    // 1 µs could be all rounding: nothing to hold, and it replaces an older entry.
+    cache.set('k', 1, short, 6000, 5);
+    cache.set('k', 1, short, 6000, 0.001);
+    expect(cache.get('k', 1, 6000)).toBeUndefined();
   });
 });

@@ -3,15 +3,18 @@ import type { Decision } from './decision.js';
 interface Denial {
   /** performance.now() when the denied store call was sent: the store decided no earlier. */
   sentAt: number;
+  /** Until when (same clock as sentAt) the store would still deny this cost. */
+  until: number;
   cost: number;
   decision: Decision;
 }
 
 /**
  * Remembers store denials so this process can answer them without asking the store again. An entry
- * answers only a cost at least the denied one, and only until the denial's retry-after has run from
- * the moment the call was sent, less the 1 ms that rounding up may have added: never longer than the
- * store would keep denying. Bounded: past `maxKeys` the oldest entry goes.
+ * answers only a cost at least the denied one, and only until the store's retry-after (ms to the µs,
+ * from the StoreReply, not the Decision's whole ms) has run from the moment the call was sent, less
+ * the 1 µs that rounding it up may have added: never longer than the store would keep denying.
+ * Bounded: past `maxKeys` the oldest entry goes.
  */
 export class DenyCache {
   private readonly entries = new Map<string, Denial>();
@@ -20,9 +23,8 @@ export class DenyCache {
   get(tag: string, cost: number, now: number): Decision | undefined {
     const denial = this.entries.get(tag);
     if (denial === undefined || cost < denial.cost) return undefined;
-    const { sentAt, decision } = denial;
-    const left = sentAt + decision.retryAfterMs - 1 - now;
-    if (left <= 0) {
+    const { sentAt, until, decision } = denial;
+    if (now >= until) {
       this.entries.delete(tag);
       return undefined;
     }
@@ -40,9 +42,13 @@ export class DenyCache {
     };
   }
 
-  set(tag: string, cost: number, decision: Decision, sentAt: number): void {
+  /** `retryMs`: the store's retry-after to the µs (whole µs, rounded up, / 1000), e.g. replyRetryMs(reply). */
+  set(tag: string, cost: number, decision: Decision, sentAt: number, retryMs: number): void {
+    // Whole µs less the one rounding up may have added; exact in µs, so no float error lengthens it.
+    const holdMs = (Math.round(retryMs * 1000) - 1) / 1000;
     this.entries.delete(tag);
-    this.entries.set(tag, { sentAt, cost, decision });
+    if (!(holdMs > 0)) return;
+    this.entries.set(tag, { sentAt, until: sentAt + holdMs, cost, decision });
     if (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value as string);
   }
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
 import { createDeadlines } from './deadlines.js';
-import { type Decision, failOpenDecision, toDecision } from './decision.js';
+import { type Decision, failOpenDecision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
@@ -257,7 +257,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     breaker?.success(clock());
     const decision = toDecision(policies, reply, 'store', scales[shard]);
-    if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now);
+    // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+    if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
     return decision;
   }
 

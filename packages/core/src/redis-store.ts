@@ -149,8 +149,9 @@ export function redisStore(options: RedisStoreOptions): Store {
 }
 
 /**
- * The one parser of the script's reply: per decision, per policy, remaining, resetMs, retryAfterMs.
- * A decision is allowed when every policy's retryAfterMs is 0 (a denying policy answers >= 1).
+ * The one parser of the script's reply: per decision, per policy, remaining, resetMs, retryAfterUs
+ * (whole µs, which the StoreReply carries as ms to the µs). A decision is allowed when every policy's
+ * retry is 0 (a denying policy answers >= 1 µs).
  */
 function settle(batch: Pending[], reply: number[]): void {
   let at = 0;
@@ -161,10 +162,10 @@ function settle(batch: Pending[], reply: number[]): void {
     for (let i = 0; i < n; i++) {
       const remaining = reply[at] as number;
       const resetMs = reply[at + 1] as number;
-      const retryAfterMs = reply[at + 2] as number;
+      const retryAfterUs = reply[at + 2] as number;
       at += 3;
-      if (retryAfterMs !== 0) allowed = false;
-      states[i] = { remaining, resetMs, retryAfterMs };
+      if (retryAfterUs !== 0) allowed = false;
+      states[i] = { remaining, resetMs, retryAfterMs: retryAfterUs / 1000 };
     }
     resolve({ allowed, states });
   }

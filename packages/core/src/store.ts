@@ -6,7 +6,10 @@ export interface PolicyState {
   remaining: number;
   /** ms until the policy is fully replenished. */
   resetMs: number;
-  /** 0 when this policy passes; else ms until the cost could pass it. */
+  /**
+   * 0 when this policy passes; else ms until the cost could pass it, to the µs: the wait in whole µs,
+   * rounded up (>= 1), / 1000. A Decision rounds it up to whole ms; the deny cache uses it as it is.
+   */
   retryAfterMs: number;
 }
 

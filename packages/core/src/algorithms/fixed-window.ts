@@ -14,7 +14,9 @@ export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost
     idx = state.idx;
     count = state.count;
   }
-  const ends = Math.max(1, Math.ceil((idx + 1) * window - now));
+  // The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
+  const endsUs = Math.max(1, Math.ceil(((idx + 1) * window - now) * 1000));
+  const ends = Math.ceil(endsUs / 1000);
   const ok = count + cost <= p.limit;
   let next: { state: FixedWindowState; ttlMs: number } | undefined;
   if (ok && apply) {
@@ -25,7 +27,7 @@ export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost
     ok,
     remaining: Math.max(0, Math.floor(p.limit - count)),
     resetMs: count > 0 ? ends : 0,
-    retryAfterMs: ok ? 0 : ends,
+    retryAfterMs: ok ? 0 : endsUs / 1000,
     next,
   };
 };

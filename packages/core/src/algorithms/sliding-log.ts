@@ -35,8 +35,9 @@ export const slidingLog: AlgorithmStep<SlidingLogState> = (state, now, p, cost, 
   if (count > 0) resetMs = Math.max(1, Math.ceil((newest as number) + window - now));
   let retryAfterMs = 0;
   if (!ok) {
+    // resetMs is whole ms, so already whole µs
     if (cost > limit) retryAfterMs = Math.max(1, resetMs);
-    else retryAfterMs = Math.max(1, Math.ceil((scores[live + count + cost - limit - 1] as number) + window - now));
+    else retryAfterMs = Math.max(1, Math.ceil(((scores[live + count + cost - limit - 1] as number) + window - now) * 1000)) / 1000;
   }
   return { ok, remaining: Math.max(0, limit - count), resetMs, retryAfterMs, next };
 };

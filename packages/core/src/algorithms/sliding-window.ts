@@ -40,7 +40,7 @@ export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, 
     if (cost > limit) at = start + 2 * window;
     else if (cur + cost <= limit) at = start + window * (1 - (limit - cost - cur) / prev);
     else at = start + window + window * (1 - (limit - cost) / cur);
-    retryAfterMs = Math.max(1, Math.ceil(at - now));
+    retryAfterMs = Math.max(1, Math.ceil((at - now) * 1000)) / 1000;
   }
   return { ok, remaining: Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, next };
 };

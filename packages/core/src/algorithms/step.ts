@@ -5,6 +5,7 @@ export interface Step<S> {
   ok: boolean;
   remaining: number;
   resetMs: number;
+  /** 0 when ok; else ms to the µs: whole µs rounded up (>= 1), / 1000, as the Lua reply's retryAfterUs. */
   retryAfterMs: number;
   /** Set when the step charged: the state to store, and for how long it matters. */
   next?: { state: S; ttlMs: number };

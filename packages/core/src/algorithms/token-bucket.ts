@@ -23,7 +23,8 @@ export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost
     const dq = Math.floor(debt / limit);
     next = { state: { q: t + dq, r: debt - dq * limit }, ttlMs: Math.ceil(debt / (limit * 1000)) };
   }
-  const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((need - (burst * w - debt)) / (limit * 1000)));
+  // The shortfall, (cost - tokens) * W, refills at `limit` per µs.
+  const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((need - (burst * w - debt)) / limit)) / 1000;
   return {
     ok,
     remaining: Math.max(0, Math.floor((burst * w - debt) / w)),
