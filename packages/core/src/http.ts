@@ -184,13 +184,19 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
   return {
     limiter: theLimiter,
     async check(req, route, ip) {
-      if (options.skip !== undefined && (await options.skip(req))) return undefined;
-      const client = key === undefined ? ipKey(ip(), subnet) : await key(req);
+      // A sync answer is taken as it is: awaiting it would cost every request a microtask.
+      if (options.skip !== undefined) {
+        const skip = options.skip(req);
+        if (skip === true || (skip !== false && (await skip))) return undefined;
+      }
+      const given = key === undefined ? ipKey(ip(), subnet) : key(req);
+      const client: unknown = typeof given === 'string' ? given : await given;
       if (typeof client !== 'string') {
         throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a string, got ${client === null ? 'null' : typeof client}`);
       }
       const counter = scope ?? route;
-      const cost = options.cost === undefined ? undefined : { cost: await options.cost(req) };
+      const price = options.cost?.(req);
+      const cost = price === undefined ? undefined : { cost: typeof price === 'number' ? price : await price };
       // Length-prefixed, so that no scope and key pair can spell another.
       const decision = await theLimiter.consume(`${counter.length}:${counter}|${client}`, cost);
       return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
