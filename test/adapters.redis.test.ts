@@ -257,6 +257,18 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect(parseRateLimitPolicy(other.headers.get('ratelimit-policy'))).toEqual([{ name: '100-per-60s', q: 100, w: 60 }]);
     });
 
+    it('stacked app-level and route-level limits (Express, Koa) both show in the RateLimit lists', async () => {
+      if (h.name === 'fastify') return; // one hook per route: a route's options override the plugin's
+      const shared = fresh();
+      const app = await start({ app: { ...shared, policy: '100/1m' }, routes: [GET('/strict', { ...shared, policy: '2/1m' })] });
+      const res = await hit(app, '/strict');
+      expect(parseRateLimitPolicy(res.headers.get('ratelimit-policy')).map((p) => p.name)).toEqual(['100-per-60s', '2-per-60s']);
+      expect(parseRateLimit(res.headers.get('ratelimit')).map((p) => [p.name, p.r])).toEqual([
+        ['100-per-60s', 99],
+        ['2-per-60s', 1],
+      ]);
+    });
+
     it('two routes with the same policy count apart', async () => {
       const opts = { ...fresh(), policy: '1/1m' };
       const app = await start({ routes: [GET('/a', opts), GET('/b', opts)] });

@@ -34,8 +34,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       .check(req, route, () => req.ip)
       .then((verdict) => {
         if (verdict === undefined) return next();
+        // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
+        const stacked = req.rateLimit !== undefined;
         req.rateLimit = verdict.decision;
-        res.set(stackHeaders(verdict.headers, (name) => res.getHeader(name)));
+        res.set(stacked ? stackHeaders(verdict.headers, (name) => res.getHeader(name)) : verdict.headers);
         if (!verdict.limited) return next();
         if (onLimited) return onLimited(req, res, next, verdict.decision);
         limit.limitedResponse(verdict.decision, req).then((r) => {

@@ -29,8 +29,10 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     const pattern = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
     const verdict = await limit.check(ctx, pattern === undefined ? '*' : `${ctx.method} ${String(pattern)}`, () => ctx.ip);
     if (verdict === undefined) return next();
+    // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
+    const stacked = ctx.state.rateLimit !== undefined;
     ctx.state.rateLimit = verdict.decision;
-    ctx.set(stackHeaders(verdict.headers, (name) => ctx.response.get(name)));
+    ctx.set(stacked ? stackHeaders(verdict.headers, (name) => ctx.response.get(name)) : verdict.headers);
     if (verdict.limited) {
       if (onLimited) return onLimited(ctx, verdict.decision);
       const response = await limit.limitedResponse(verdict.decision, ctx);
