@@ -1,9 +1,11 @@
 // Issue 3's contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
 // against one real Redis (redisStore on ioredis) and real HTTP servers on 127.0.0.1.
-import { redisStore, type Store } from '@sluice/core';
+import type { AddressInfo } from 'node:net';
+import { createLimiter, redisStore, type Store } from '@sluice/core';
 import * as sluiceExpress from '@sluice/express';
 import * as sluiceFastify from '@sluice/fastify';
 import * as sluiceKoa from '@sluice/koa';
+import express from 'express';
 import Redis from 'ioredis';
 import {
   type FrameworkName,
@@ -283,6 +285,16 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       const app = await start({ routes: [GET('/a', opts), GET('/b', opts)] });
       expect((await hit(app, '/a')).status).toBe(200);
       expect((await hit(app, '/b')).status).toBe(429);
+    });
+
+    it('a shared limiter counts once across routes when they share a scope, and apart when they do not', async () => {
+      const limiter = createLimiter({ ...fresh(), policy: '1/1m' });
+      const app = await start({
+        routes: [GET('/a', { limiter, scope: 'one' }), GET('/b', { limiter, scope: 'one' }), GET('/c', { limiter })],
+      });
+      expect((await hit(app, '/a')).status).toBe(200);
+      expect((await hit(app, '/b')).status).toBe(429);
+      expect((await hit(app, '/c')).status).toBe(200);
     });
 
     it(`app-level options: ${h.name === 'fastify' ? 'each route counts on its own' : 'one counter per client for every route'}`, async () => {
@@ -630,6 +642,28 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
 });
 
 // The parser the assertions rely on: strict, so a malformed header fails a test rather than passing by accident.
+describe('Express routers', () => {
+  it('a route-level limit counts per mount: the same router under two paths counts apart', async () => {
+    const router = express.Router();
+    router.get('/x', sluiceExpress.rateLimit({ ...fresh(), policy: '1/1m' }), (req, res) => {
+      res.json({ remaining: req.rateLimit?.remaining });
+    });
+    const app = express();
+    app.use('/one', router);
+    app.use('/two', router);
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const statuses = [];
+      for (const path of ['/one/x', '/two/x', '/one/x', '/two/x']) statuses.push((await fetch(url + path)).status);
+      expect(statuses).toEqual([200, 200, 429, 429]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe('draft-10 structured-field list parser', () => {
   it('parses policies and limits, with several members', () => {
     expect(parseRateLimitPolicy('"100-per-60s";q=100;w=60, "burst";q=5;w=1')).toEqual([
