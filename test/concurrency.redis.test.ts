@@ -2,9 +2,9 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, redisStore } from '@sluice/core';
 import { Cluster } from 'ioredis';
-import { type RedisCluster, type RedisServer, startCluster, startRedis } from './support/redis';
+import { type RedisCluster, type RedisServer, startCluster, startRedis, uniquePrefix } from './support/redis';
 
-const unique = () => `x${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('x');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
 
 function child(

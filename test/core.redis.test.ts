@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
 import Redis from 'ioredis';
-import { startRedis } from './support/redis';
+import { startRedis, uniquePrefix } from './support/redis';
 
-const unique = () => `c${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('c');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
 
 describe('@sluice/core on a real Redis', () => {

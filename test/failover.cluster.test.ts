@@ -13,10 +13,18 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
-import { info, killMasterOf, type RedisCluster, replicasInSync, startCluster, waitForPromotion } from './support/redis';
+import {
+  info,
+  killMasterOf,
+  type RedisCluster,
+  replicasInSync,
+  sleep,
+  startCluster,
+  uniquePrefix,
+  waitForPromotion,
+} from './support/redis';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const unique = () => `c${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('c');
 const TIMEOUT = 100;
 const MARGIN = 75;
 

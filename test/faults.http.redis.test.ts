@@ -15,10 +15,9 @@ import express from 'express';
 import Fastify from 'fastify';
 import Redis from 'ioredis';
 import Koa from 'koa';
-import { type RedisServer, startRedis } from './support/redis';
+import { type RedisServer, sleep, startRedis, uniquePrefix } from './support/redis';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const unique = () => `h${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('h');
 const TIMEOUT = 100;
 const FALLBACK = 20;
 

@@ -3,11 +3,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
-import { scriptCalls, startRedis } from './support/redis';
+import { scriptCalls, sleep, startRedis, uniquePrefix } from './support/redis';
 
 type Server = Awaited<ReturnType<typeof startRedis>>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const unique = () => `f${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('f');
 
 async function evalCalls(port: number): Promise<number> {
   const admin = new Redis({ port, lazyConnect: true });

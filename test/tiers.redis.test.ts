@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { createLimiter, type Decision, type LimiterEvent, redisStore, type Store } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
-import { scriptCalls, startCluster, startRedis } from './support/redis';
+import { scriptCalls, startCluster, startRedis, uniquePrefix } from './support/redis';
 
-const unique = () => `t${Math.random().toString(36).slice(2, 10)}`;
+const unique = () => uniquePrefix('t');
 
 describe('deny cache, prefilter and shadow on standalone Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;

@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A key namespace of a test's own (`tag` and random letters), so that no two tests or runs share a counter. */
+export const uniquePrefix = (tag: string) => `${tag}${Math.random().toString(36).slice(2, 10)}`;
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
