@@ -3,6 +3,7 @@
 // closed with a small fallback (Express and Koa: a route middleware stacked on the app's; Fastify: the
 // route's config.rateLimit merged over the plugin's options).
 import { fork } from 'node:child_process';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -35,10 +36,21 @@ type Framework = 'express' | 'fastify' | 'koa';
 
 async function build(framework: Framework, store: Store): Promise<App> {
   const events: LimiterEvent[] = [];
-  const served: App['served'] = [];
+  const times: App['served'] = [];
   const timed = (path: string, res: { on(event: 'finish', f: () => void): unknown }) => {
     const start = performance.now();
-    res.on('finish', () => served.push({ path, ms: performance.now() - start }));
+    res.on('finish', () => times.push({ path, ms: performance.now() - start }));
+  };
+  /** The App of an Express or Koa server once it listens. */
+  const served = async (server: Server): Promise<App> => {
+    await new Promise((r) => server.once('listening', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      events,
+      served: times,
+      lagMs: 0,
+      close: () => new Promise((r) => server.close(() => r())),
+    };
   };
   const onEvent = (e: LimiterEvent) => {
     events.push(e);
@@ -54,15 +66,7 @@ async function build(framework: Framework, store: Store): Promise<App> {
     app.use(expressRateLimit(open));
     app.get('/open', (_req, res) => res.send('ok'));
     app.post('/login', expressRateLimit({ ...open, ...closed }), (_req, res) => res.send('ok'));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    return {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      events,
-      served,
-      lagMs: 0,
-      close: () => new Promise((r) => server.close(() => r())),
-    };
+    return served(app.listen(0, '127.0.0.1'));
   }
   if (framework === 'fastify') {
     const app = Fastify();
@@ -71,7 +75,13 @@ async function build(framework: Framework, store: Store): Promise<App> {
     app.get('/open', async () => 'ok');
     app.post('/login', { config: { rateLimit: closed } }, async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
-    return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, events, served, lagMs: 0, close: () => app.close() };
+    return {
+      url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      events,
+      served: times,
+      lagMs: 0,
+      close: () => app.close(),
+    };
   }
   const app = new Koa();
   const router = new Router();
@@ -87,15 +97,7 @@ async function build(framework: Framework, store: Store): Promise<App> {
     ctx.body = 'ok';
   });
   app.use(router.routes());
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    events,
-    served,
-    lagMs: 0,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
+  return served(app.listen(0, '127.0.0.1'));
 }
 
 interface Answer {
@@ -161,7 +163,7 @@ async function flood(app: App, fault: () => unknown): Promise<Answer[]> {
  * share the store's circuit breaker, so once the app's calls have timed out the route's does not wait
  * out a timeout of its own (Fastify merges the route's options over the plugin's: one limiter).
  */
-function expectFailModes(framework: Framework, app: App, answers: Answer[], baseline: App['served']) {
+function expectFailModes(app: App, answers: Answer[], baseline: App['served']) {
   expect(answers).toHaveLength(200);
   expect(app.served).toHaveLength(200);
   const slowest = (served: App['served'], path: string) => Math.max(...served.filter((s) => s.path === path).map((s) => s.ms));
@@ -227,14 +229,14 @@ skipOwn.each(frameworks)('%s: Redis faults under 200 concurrent HTTP requests', 
     } finally {
       server.resume();
     }
-    expectFailModes(framework, app, answers, baseline);
+    expectFailModes(app, answers, baseline);
     expect(app.events.some((e) => e.type === 'store-error')).toBe(true);
   });
 
   it('killed then restarted Redis: fail modes during the outage, the store again within 1 s of the restart', async () => {
     await flood(app, () => {});
     const baseline = [...app.served];
-    expectFailModes(framework, app, await flood(app, () => server.kill()), baseline);
+    expectFailModes(app, await flood(app, () => server.kill()), baseline);
     await server.restart();
     const restarted = performance.now();
     while (!(await fromStore(app.url)) && performance.now() - restarted < 3000) await sleep(20);
