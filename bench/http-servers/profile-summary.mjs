@@ -60,7 +60,6 @@ const largest = (dir) =>
 
 for (const arg of args) {
   const file = statSync(arg).isDirectory() ? largest(arg) : arg;
-  const title = statSync(arg).isDirectory() ? basename(arg) : basename(file);
   const profile = JSON.parse(readFileSync(file, 'utf8'));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
