@@ -1,68 +1,80 @@
 import { performance } from 'node:perf_hooks';
 
+/** A call in flight: a node of the list of calls in flight, oldest first. */
 interface Call {
   at: number;
-  settled: boolean;
-  fail(): void;
+  prev: Call | undefined;
+  next: Call | undefined;
+  /** 'due' once its time is up and it waits for the next I/O poll to fail. */
+  state: 'waiting' | 'due' | 'settled';
+  reject: (error: Error) => void;
 }
 
 /**
  * Deadlines for calls that all get the same `ms`: one timer for every call in flight (they expire in
- * the order they started) instead of a timer set and cleared per call. A call whose time is up fails
- * only after the event loop's next poll for I/O, so that a reply which arrived while a busy process
- * was late to its timers still counts.
+ * the order they started) instead of a timer set and cleared per call. Calls in flight form a linked
+ * list that a call leaves as soon as it settles, so nothing is held past its answer. A call whose time
+ * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
+ * process was late to its timers still counts.
  * @example const within = createDeadlines(50, () => new Error('timed out')); await within(store.decide(r));
  */
 export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise: Promise<T>) => Promise<T> {
-  let queue: Call[] = [];
-  let head = 0;
-  let inFlight = 0;
+  let head: Call | undefined;
+  let tail: Call | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  function arm(): void {
-    timer = setTimeout(fire, Math.max(1, (queue[head] as Call).at - performance.now()));
+  function unlink(call: Call): void {
+    if (call.prev === undefined) head = call.next;
+    else call.prev.next = call.next;
+    if (call.next === undefined) tail = call.prev;
+    else call.next.prev = call.prev;
+    call.prev = call.next = undefined;
   }
 
   function fire(): void {
     timer = undefined;
     const now = performance.now();
     const due: Call[] = [];
-    while (head < queue.length && ((queue[head] as Call).at <= now || (queue[head] as Call).settled)) {
-      const call = queue[head++] as Call;
-      if (!call.settled) due.push(call);
+    while (head !== undefined && head.at <= now) {
+      const call = head;
+      unlink(call);
+      call.state = 'due';
+      due.push(call);
     }
-    if (head > 1024 && head * 2 > queue.length) {
-      queue = queue.slice(head);
-      head = 0;
-    }
-    if (head < queue.length) arm();
+    if (head !== undefined) timer = setTimeout(fire, Math.max(1, head.at - now));
     if (due.length > 0) {
       setImmediate(() => {
-        for (const call of due) call.fail();
+        for (const call of due) {
+          if (call.state !== 'due') continue;
+          call.state = 'settled';
+          call.reject(timedOut());
+        }
       });
     }
   }
 
+  /** True for the first answer of a call still waiting or due; the call leaves the list. */
+  function settle(call: Call): boolean {
+    if (call.state === 'settled') return false;
+    if (call.state === 'waiting') unlink(call);
+    call.state = 'settled';
+    if (head === undefined && timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    return true;
+  }
+
   return function within<T>(promise: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const settle = (): boolean => {
-        if (call.settled) return false;
-        call.settled = true;
-        if (--inFlight === 0) {
-          if (timer !== undefined) clearTimeout(timer);
-          timer = undefined;
-          queue = [];
-          head = 0;
-        }
-        return true;
-      };
-      const call: Call = { at: performance.now() + ms, settled: false, fail: () => settle() && reject(timedOut()) };
-      inFlight++;
-      queue.push(call);
-      if (timer === undefined) arm();
+      const call: Call = { at: performance.now() + ms, prev: tail, next: undefined, state: 'waiting', reject };
+      if (tail === undefined) head = call;
+      else tail.next = call;
+      tail = call;
+      if (timer === undefined) timer = setTimeout(fire, ms);
       promise.then(
-        (value) => settle() && resolve(value),
-        (error: unknown) => settle() && reject(error),
+        (value) => settle(call) && resolve(value),
+        (error: unknown) => settle(call) && reject(error),
       );
     });
   };
