@@ -31,7 +31,7 @@ local function fixed_window(key, now, limit, window, burst, cost, apply, slack)
       -- The key already expires at this window's end: rewriting the TTL would set the same instant.
       call('SET', key, value, 'KEEPTTL')
     else
-      call('SET', key, value, 'PX', ends + slack)
+      call('SET', key, value, 'PX', format('%d', ends + slack))
     end
   end
   local reset, retry = 0, 0

@@ -42,7 +42,7 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
       -- The key already expires when this window stops weighing: the same instant as below.
       call('SET', key, value, 'KEEPTTL')
     else
-      call('SET', key, value, 'PX', ceil(start + 2 * window - now) + slack)
+      call('SET', key, value, 'PX', format('%d', ceil(start + 2 * window - now) + slack))
     end
   end
   local reset, retry = 0, 0

@@ -30,9 +30,10 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
     debt = debt + need
     local dq = floor(debt / limit)
     local r = debt - dq * limit
-    -- The key expires when the bucket is full again, which equals a missing key.
+    -- The key expires when the bucket is full again, which equals a missing key. The TTL goes as a %d
+    -- string: Redis would format a Lua number with %.17g, far slower.
     local value = r == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, r)
-    call('SET', key, value, 'PX', ceil(debt / (limit * 1000)) + slack)
+    call('SET', key, value, 'PX', format('%d', ceil(debt / (limit * 1000)) + slack))
   end
   -- The shortfall, (cost - tokens) * W, refills at `limit` per µs.
   local retry = 0
