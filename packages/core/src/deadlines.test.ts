@@ -3,12 +3,19 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createDeadlines } from './deadlines.js';
 
+/** The deadlines as a function from a promise to a promise, for these tests. */
+function deadlines(ms: number) {
+  const watch = createDeadlines(ms, () => new Error('timed out'));
+  return <T>(promise: Promise<T>) =>
+    new Promise<T>((resolve, reject) => watch(promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))));
+}
+
 const never = () => new Promise<never>(() => {});
 const later = <T>(ms: number, value: T) => new Promise<T>((r) => setTimeout(() => r(value), ms));
 
 describe('createDeadlines', () => {
   it('passes values and errors through, and fails calls past their deadline, in order', async () => {
-    const within = createDeadlines(40, () => new Error('timed out'));
+    const within = deadlines(40);
     await expect(within(Promise.resolve(7))).resolves.toBe(7);
     await expect(within(Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     const t = performance.now();
@@ -25,17 +32,29 @@ describe('createDeadlines', () => {
   });
 
   it('a slow call among fast ones still times out, and a late reply after that is ignored', async () => {
-    const within = createDeadlines(20, () => new Error('timed out'));
+    const within = deadlines(20);
     const calls = [within(later(60, 'late')), ...Array.from({ length: 100 }, (_, i) => within(Promise.resolve(i)))];
     const results = await Promise.allSettled(calls);
     expect(results[0]).toMatchObject({ status: 'rejected' });
     expect(results.slice(1).every((r) => r.status === 'fulfilled')).toBe(true);
   });
 
+  it('answers each call exactly once', async () => {
+    const watch = createDeadlines(10, () => new Error('timed out'));
+    const calls: unknown[][] = [[], [], []];
+    watch(Promise.resolve(1), (...args) => calls[0]?.push(args));
+    watch(Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
+    watch(later(30, 'late'), (...args) => calls[2]?.push(args));
+    await later(50, null);
+    expect(calls[0]).toEqual([[undefined, 1]]);
+    expect(calls[1]).toEqual([[new Error('boom')]]);
+    expect(calls[2]).toEqual([[new Error('timed out')]]);
+  });
+
   it('holds nothing of a call once it has settled, however long its deadline', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
-    const within = createDeadlines(60_000, () => new Error('timed out'));
+    const within = deadlines(60_000);
     let end = (_: string) => {};
     const pending = within(new Promise<string>((r) => (end = r))); // keeps the timer armed
     let refs: WeakRef<object>[] = [];

@@ -7,18 +7,22 @@ interface Call {
   next: Call | undefined;
   /** 'due' once its time is up and it waits for the next I/O poll to fail. */
   state: 'waiting' | 'due' | 'settled';
-  reject: (error: Error) => void;
+  done: Settle<never>;
 }
+
+/** How a watched call ends: with its value, its error, or the deadline's error; exactly once. */
+export type Settle<T> = (error: unknown, value?: T) => void;
 
 /**
  * Deadlines for calls that all get the same `ms`: one timer for every call in flight (they expire in
  * the order they started) instead of a timer set and cleared per call. Calls in flight form a linked
  * list that a call leaves as soon as it settles, so nothing is held past its answer. A call whose time
  * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
- * process was late to its timers still counts.
- * @example const within = createDeadlines(50, () => new Error('timed out')); await within(store.decide(r));
+ * process was late to its timers still counts. A callback rather than a new promise per call: this is
+ * on every decision's path.
+ * @example const watch = createDeadlines(50, () => new Error('timed out')); watch(store.decide(r), (e, reply) => ...);
  */
-export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise: Promise<T>) => Promise<T> {
+export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise: Promise<T>, done: Settle<T>) => void {
   let head: Call | undefined;
   let tail: Call | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -47,7 +51,7 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise:
         for (const call of due) {
           if (call.state !== 'due') continue;
           call.state = 'settled';
-          call.reject(timedOut());
+          call.done(timedOut());
         }
       });
     }
@@ -65,17 +69,15 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise:
     return true;
   }
 
-  return function within<T>(promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call: Call = { at: performance.now() + ms, prev: tail, next: undefined, state: 'waiting', reject };
-      if (tail === undefined) head = call;
-      else tail.next = call;
-      tail = call;
-      if (timer === undefined) timer = setTimeout(fire, ms);
-      promise.then(
-        (value) => settle(call) && resolve(value),
-        (error: unknown) => settle(call) && reject(error),
-      );
-    });
+  return function watch<T>(promise: Promise<T>, done: Settle<T>): void {
+    const call: Call = { at: performance.now() + ms, prev: tail, next: undefined, state: 'waiting', done };
+    if (tail === undefined) head = call;
+    else tail.next = call;
+    tail = call;
+    if (timer === undefined) timer = setTimeout(fire, ms);
+    promise.then(
+      (value) => settle(call) && done(undefined, value),
+      (error: unknown) => settle(call) && done(error),
+    );
   };
 }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
-import { createDeadlines } from './deadlines.js';
+import { createDeadlines, type Settle } from './deadlines.js';
 import { type Decision, failOpenDecision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -8,7 +8,7 @@ import { badOption, SluiceError } from './errors.js';
 import { keyTag, storeKey } from './keys.js';
 import { memoryStore } from './memory-store.js';
 import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
-import type { Store, StoreReply, StoreRequest } from './store.js';
+import type { Store, StoreRequest } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
 export type FailMode = 'open' | 'closed';
@@ -222,44 +222,58 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
   const shardTag = (tag: string, shard: number) => (shards === 1 ? tag : `${tag}~${shard}`);
 
-  const within = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
-  const call = (request: StoreRequest): Promise<StoreReply> => (guarded ? within(store.decide(request)) : store.decide(request));
+  const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
+  const settle = <T>(promise: Promise<T>, done: Settle<T>): void => {
+    if (guarded) watch(promise, done);
+    else promise.then((value) => done(undefined, value), done);
+  };
 
-  /** The decision when the store cannot answer: by the fail mode. */
-  async function withoutStore(key: string, tag: string, cost: number, peek: boolean): Promise<Decision> {
+  /** The decision when the store cannot answer: by the fail mode. `last` as in fromStore(). */
+  async function withoutStore(key: string, tag: string, cost: number, peek: boolean, last: boolean): Promise<Decision> {
+    let decision: Decision;
     if (o.failMode === 'open') {
       emit({ type: 'fail-open', key });
-      return failOpenDecision(policies);
+      decision = failOpenDecision(policies);
+    } else {
+      const reply = await (local as Store).decide({ keys: keysOf(`!${tag}`, o.fallback), policies: o.fallback, cost, peek });
+      emit({ type: 'fallback', key });
+      decision = toDecision(o.fallback, reply, 'fallback');
     }
-    const reply = await (local as Store).decide({ keys: keysOf(`!${tag}`, o.fallback), policies: o.fallback, cost, peek });
-    emit({ type: 'fallback', key });
-    return toDecision(o.fallback, reply, 'fallback');
+    return last ? finish(key, decision) : decision;
   }
 
-  async function fromStore(key: string, tag: string, shard: number, cost: number, peek: boolean): Promise<Decision> {
+  /**
+   * The store's decision for one shard of a key, or the deny cache's, or the fail mode's. `last`: the
+   * caller returns it as it is, so finish() it here. Not async, and one promise per call: this is on
+   * every decision's path.
+   */
+  function fromStore(key: string, tag: string, shard: number, cost: number, peek: boolean, last: boolean): Promise<Decision> {
     const t = shardTag(tag, shard);
     const now = clock();
     if (denyCache && !peek) {
       const cached = denyCache.get(t, cost, now);
-      if (cached) return cached;
+      if (cached) return Promise.resolve(last ? finish(key, cached) : cached);
     }
-    if (breaker && !breaker.allow(now)) return withoutStore(key, tag, cost, peek);
+    if (breaker && !breaker.allow(now)) return withoutStore(key, tag, cost, peek, last);
     const ps = shardPolicies[shard] as Policy[];
-    let reply: StoreReply;
-    try {
-      reply = await call({ keys: keysOf(t, ps), policies: ps, cost, peek });
-    } catch (e) {
-      const error = e instanceof Error ? e : new Error(String(e));
-      const end = clock();
-      breaker?.failure(end, error);
-      emit({ type: 'store-error', key, error, latencyMs: end - now });
-      return withoutStore(key, tag, cost, peek);
-    }
-    breaker?.success(clock());
-    const decision = toDecision(policies, reply, 'store', scales[shard]);
-    // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-    if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
-    return decision;
+    const request: StoreRequest = { keys: keysOf(t, ps), policies: ps, cost, peek };
+    return new Promise<Decision>((resolve) => {
+      settle(store.decide(request), (e, reply) => {
+        if (reply === undefined) {
+          const error = e instanceof Error ? e : new Error(String(e));
+          const end = clock();
+          breaker?.failure(end, error);
+          emit({ type: 'store-error', key, error, latencyMs: end - now });
+          resolve(withoutStore(key, tag, cost, peek, last));
+          return;
+        }
+        breaker?.success(clock());
+        const decision = toDecision(policies, reply, 'store', scales[shard]);
+        // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+        if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
+        resolve(last ? finish(key, decision) : decision);
+      });
+    });
   }
 
   function checkKey(key: unknown): string {
@@ -286,29 +300,41 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { ...decision, allowed: true, retryAfterMs: 0, shadowed: true };
   }
 
+  /** consume() with a prefilter or shards. */
+  async function consumeTiers(key: string, tag: string, cost: number): Promise<Decision> {
+    if (prefilter) {
+      const reply = await (local as Store).decide({ keys: keysOf(tag, prefilter), policies: prefilter, cost, peek: false });
+      if (!reply.allowed) return finish(key, toDecision(prefilter, reply, 'prefilter'));
+    }
+    const first = shards === 1 ? 0 : Math.floor(Math.random() * shards);
+    const decision = await fromStore(key, tag, first, cost, false, false);
+    if (decision.allowed || shards === 1 || (decision.source !== 'store' && decision.source !== 'deny-cache')) {
+      return finish(key, decision);
+    }
+    // A hot key's shards drift apart: before denying, try one other.
+    const other = (first + 1 + Math.floor(Math.random() * (shards - 1))) % shards;
+    const second = await fromStore(key, tag, other, cost, false, false);
+    return finish(key, second.allowed || second.retryAfterMs < decision.retryAfterMs ? second : decision);
+  }
+
   return {
-    async consume(key, options) {
-      checkKey(key);
-      const cost = checkCost(options?.cost);
+    consume(key, options) {
+      let cost: number;
+      try {
+        checkKey(key);
+        cost = checkCost(options?.cost);
+      } catch (error) {
+        return Promise.reject(error);
+      }
       const tag = keyTag(key);
-      if (prefilter) {
-        const reply = await (local as Store).decide({ keys: keysOf(tag, prefilter), policies: prefilter, cost, peek: false });
-        if (!reply.allowed) return finish(key, toDecision(prefilter, reply, 'prefilter'));
-      }
-      const first = shards === 1 ? 0 : Math.floor(Math.random() * shards);
-      const decision = await fromStore(key, tag, first, cost, false);
-      if (decision.allowed || shards === 1 || (decision.source !== 'store' && decision.source !== 'deny-cache')) {
-        return finish(key, decision);
-      }
-      // A hot key's shards drift apart: before denying, try one other.
-      const other = (first + 1 + Math.floor(Math.random() * (shards - 1))) % shards;
-      const second = await fromStore(key, tag, other, cost, false);
-      return finish(key, second.allowed || second.retryAfterMs < decision.retryAfterMs ? second : decision);
+      // The common case, without an await or a promise of its own.
+      if (!prefilter && shards === 1) return fromStore(key, tag, 0, cost, false, true);
+      return consumeTiers(key, tag, cost);
     },
 
     async peek(key) {
       checkKey(key);
-      return fromStore(key, keyTag(key), 0, 1, true);
+      return fromStore(key, keyTag(key), 0, 1, true, false);
     },
 
     async reset(key) {
