@@ -106,6 +106,28 @@ describe('store faults', () => {
     }
   });
 
+  skipOwn('with two script calls in flight, later decisions wait and then go together in one call', async () => {
+    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 2000, prefix: unique() });
+    expect((await limiter.consume('warm')).source).toBe('store');
+    const before = await evalCalls(server.port);
+    server.pause(); // the first two calls stay in flight
+    const decisions: Promise<{ source: string }>[] = [];
+    try {
+      for (let turn = 0; turn < 20; turn++) {
+        for (let i = 0; i < 10; i++) decisions.push(limiter.consume(`k${i}`));
+        await new Promise((r) => setImmediate(r)); // a flush per event-loop turn
+      }
+      await sleep(30);
+    } finally {
+      server.resume();
+    }
+    const answered = await Promise.all(decisions);
+    expect(answered.every((d) => d.source === 'store')).toBe(true);
+    // Two calls, then the 18 turns that waited, together (a slow machine may split them once more);
+    // sent as they come, they would be 20 calls.
+    expect((await evalCalls(server.port)) - before - 1).toBeLessThanOrEqual(4);
+  });
+
   skipOwn('breaker: while open Redis sees no calls; a successful probe closes it; events for both', async () => {
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({
