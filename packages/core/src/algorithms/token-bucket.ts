@@ -2,11 +2,17 @@ import type { AlgorithmStep } from './step.js';
 
 /**
  * Mirrors lua/token-bucket.lua: GCRA, the instant the bucket is full again (TAT) as q + r / limit µs,
- * q whole, 0 <= r < limit. Redis stores it as "q" (r = 0) or "q r".
+ * q whole, 0 <= r < limit. Redis stores it as "q" (r = 0) or "q r". The key expires at the first
+ * multiple of 1/64 of the time to refill from empty at or after TAT.
  */
 export interface TokenBucketState {
   q: number;
   r: number;
+}
+
+/** The key's expiry (µs) for TAT q + r / limit: the first multiple of `quantum` at or after it. */
+function expiryOf(q: number, r: number, quantum: number): number {
+  return Math.ceil((r > 0 ? q + 1 : q) / quantum) * quantum;
 }
 
 export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost, apply) => {
@@ -21,7 +27,9 @@ export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost
   if (ok && apply) {
     debt = debt + need;
     const dq = Math.floor(debt / limit);
-    next = { state: { q: t + dq, r: debt - dq * limit }, ttlMs: Math.ceil(debt / (limit * 1000)) };
+    const r = debt - dq * limit;
+    const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
+    next = { state: { q: t + dq, r }, ttlMs: Math.ceil((expiryOf(t + dq, r, quantum) - t) / 1000) };
   }
   // The shortfall, (cost - tokens) * W, refills at `limit` per µs.
   const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((need - (burst * w - debt)) / limit)) / 1000;
