@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
-import type { Store } from './store.js';
+import type { Store, StoreReply } from './store.js';
 
 describe('createLimiter options', () => {
   const bad: Array<[unknown, RegExp]> = [
@@ -86,5 +86,19 @@ describe('circuit breaker', () => {
     expect(d.source).toBe('fallback');
     expect(events).toEqual(['breaker-open', 'fallback']);
     await Promise.all([app.close(), route.close()]);
+  });
+});
+
+describe('a store that misbehaves', () => {
+  test('a malformed reply rejects the call instead of leaving it pending', async () => {
+    const store: Store = {
+      local: false,
+      decide: async () => ({ allowed: true, states: [] }) as unknown as StoreReply,
+      reset: async () => {},
+      close: async () => {},
+    };
+    const limiter = createLimiter({ policy: '10/1m', store });
+    await expect(limiter.consume('a')).rejects.toThrow(TypeError);
+    await limiter.close();
   });
 });

@@ -257,7 +257,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (breaker && !breaker.allow(now)) return withoutStore(key, tag, cost, peek, last);
     const ps = shardPolicies[shard] as Policy[];
     const request: StoreRequest = { keys: keysOf(t, ps), policies: ps, cost, peek };
-    return new Promise<Decision>((resolve) => {
+    return new Promise<Decision>((resolve, reject) => {
       settle(store.decide(request), (e, reply) => {
         if (reply === undefined) {
           const error = e instanceof Error ? e : new Error(String(e));
@@ -267,11 +267,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
           resolve(withoutStore(key, tag, cost, peek, last));
           return;
         }
-        breaker?.success(clock());
-        const decision = toDecision(policies, reply, 'store', scales[shard]);
-        // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-        if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
-        resolve(last ? finish(key, decision) : decision);
+        try {
+          breaker?.success(clock());
+          const decision = toDecision(policies, reply, 'store', scales[shard]);
+          // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+          if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
+          resolve(last ? finish(key, decision) : decision);
+        } catch (error) {
+          // A store's malformed reply, say: the caller hears of it rather than waiting forever.
+          reject(error);
+        }
       });
     });
   }
