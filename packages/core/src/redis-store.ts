@@ -63,6 +63,15 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (queue.length > 0) flushNow();
   }
 
+  /** A script call is back: decisions held for it go, after this turn's callers have asked again. */
+  function returned(): void {
+    if (--inFlight < MAX_IN_FLIGHT && holding !== undefined) {
+      clearTimeout(holding);
+      holding = undefined;
+      setImmediate(flush);
+    }
+  }
+
   function flush(): void {
     if (!cluster && inFlight >= MAX_IN_FLIGHT) holding ??= setTimeout(release, HOLD_MS);
     else flushNow();
@@ -144,35 +153,19 @@ export function redisStore(options: RedisStoreOptions): Store {
     for (const x of specArgs) args.push(x);
     for (const x of runs) args.push(x);
     inFlight++;
-    const done = () => {
-      if (--inFlight < MAX_IN_FLIGHT && holding !== undefined) {
-        clearTimeout(holding);
-        holding = undefined;
-        // After this turn's callers have asked again, so that they go in the same call.
-        setImmediate(flush);
-      }
-    };
-    client.evalsha(SHA, numKeys, args).then(
-      (reply) => {
-        done();
-        settle(batch, reply as number[]);
+    // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
+    const reply = client.evalsha(SHA, numKeys, args).catch((error: unknown) => {
+      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, numKeys, args);
+      throw error;
+    });
+    reply.then(
+      (values) => {
+        returned();
+        settle(batch, values as number[]);
       },
       (error: unknown) => {
-        // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
-        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) {
-          done();
-          return fail(batch, error);
-        }
-        client.eval(DECIDE_SCRIPT, numKeys, args).then(
-          (reply) => {
-            done();
-            settle(batch, reply as number[]);
-          },
-          (retryError: unknown) => {
-            done();
-            fail(batch, retryError);
-          },
-        );
+        returned();
+        fail(batch, error);
       },
     );
   }
