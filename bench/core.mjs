@@ -11,14 +11,11 @@ import { createHash } from 'node:crypto';
 import { createLimiter, redisStore } from '@sluice/core';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const SECONDS = arg('seconds', 2);
-const ROUNDS = arg('rounds', 3);
+const SECONDS = Number(arg('seconds', 2));
+const ROUNDS = Number(arg('rounds', 3));
 const KEYS = 10_000;
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
 

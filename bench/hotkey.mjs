@@ -17,13 +17,10 @@
 // Usage: pnpm build && node bench/hotkey.mjs [--seconds 2 --rounds 5 --limit 1000 --times 10 --inflight 64]
 import { createLimiter, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
+import { arg } from './args.mjs';
 import { startCluster } from './redis-cluster.mjs';
 import { startRedis } from './redis-server.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const SECONDS = Number(arg('seconds', 2));
 const WARM_MS = Number(arg('warm', 300));
 const ROUNDS = Number(arg('rounds', 5));

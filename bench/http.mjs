@@ -17,15 +17,12 @@ import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const SECONDS = Number(arg('seconds', 5));
 const ROUNDS = Number(arg('rounds', 3));
 const WARMUP = Number(arg('warmup', 1));

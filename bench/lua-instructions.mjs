@@ -13,12 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
+import { arg } from './args.mjs';
 import { freePort } from './redis-server.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const ALGORITHM = arg('algorithm', 'tb');
 const LIMIT = arg('limit', '1000');
 const WINDOW = arg('window', '3600000');

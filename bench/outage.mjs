@@ -21,11 +21,8 @@ import { createServer as netServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { arg } from './args.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const KEYS = 1000;
 const LIMIT = 1_000_000_000;
