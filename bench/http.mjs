@@ -3,11 +3,15 @@
 // process (bench/http-servers/server.mjs) on 127.0.0.1; autocannon runs here, 64 connections, every
 // request carrying an x-client-id header spread over 10,000 values; every limiter keys on it and allows
 // far more than a run sends, so nothing is denied (any non-2xx fails the run). One redis-server, started
-// here, FLUSHALLed before every run. Rounds are interleaved: round r runs every contender once, in an
-// order rotated by r. Figures: median (min–max) req/s over rounds, and the ratio to the bare app of the
-// same framework in the same round.
-// Usage: pnpm bench:http [-- --seconds 5 --rounds 3 --warmup 1 --frameworks express,fastify,koa]
+// here, FLUSHALLed before each framework. Per framework, every contender's server is started and warmed
+// up, then the rounds run: round r loads every contender once, in an order rotated by r, for SECONDS
+// each. Short slices close together in time: on this shared VM the machine's speed drifts by tens of
+// percent over tens of seconds, so a ratio to the bare app is only as good as the two measures are
+// close. Figures: median (min–max) req/s over rounds, and the ratio to the bare app of the same
+// framework in the same round.
+// Usage: pnpm bench:http [-- --seconds 2 --rounds 10 --warmup 1 --frameworks express,fastify,koa]
 //   --contenders sluice-redis,bare   run only these contenders (bare is always kept, for the ratios)
+//   --control                        add a second bare app: its ratio to the first shows the noise floor
 //   --profile DIR                    run the servers under node --cpu-prof, profiles in DIR
 //                                    (summarize with: node bench/http-servers/profile-summary.mjs DIR/*/*.cpuprofile)
 import { execFileSync, fork } from 'node:child_process';
@@ -23,12 +27,13 @@ import { startRedis } from './redis-server.mjs';
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
 
-const SECONDS = Number(arg('seconds', 5));
-const ROUNDS = Number(arg('rounds', 3));
+const SECONDS = Number(arg('seconds', 2));
+const ROUNDS = Number(arg('rounds', 10));
 const WARMUP = Number(arg('warmup', 1));
 const FRAMEWORKS = arg('frameworks', 'express,fastify,koa').split(',');
 const ONLY = arg('contenders', undefined)?.split(',');
 const PROFILE = arg('profile', undefined);
+const CONTROL = process.argv.includes('--control');
 const CONNECTIONS = 64;
 const KEYS = 10_000;
 const SERVER = new URL('./http-servers/server.mjs', import.meta.url);
@@ -43,6 +48,7 @@ const CONTENDERS = {
 };
 const LABELS = {
   bare: 'bare app',
+  control: 'bare app, a second one (control)',
   'sluice-memory': 'sluice, memory store',
   'sluice-redis': 'sluice, Redis',
   'express-rate-limit': 'express-rate-limit + rate-limit-redis',
@@ -50,10 +56,11 @@ const LABELS = {
   '@fastify/rate-limit': '@fastify/rate-limit (Redis)',
   'koa-ratelimit': 'koa-ratelimit (Redis)',
 };
-const ON_REDIS = (contender) => contender !== 'bare' && contender !== 'sluice-memory';
+const ON_REDIS = (contender) => contender !== 'bare' && contender !== 'control' && contender !== 'sluice-memory';
 
 for (const f of FRAMEWORKS) if (!CONTENDERS[f]) throw new Error(`--frameworks: unknown framework ${f} (express, fastify, koa)`);
 if (ONLY) for (const f of FRAMEWORKS) CONTENDERS[f] = CONTENDERS[f].filter((c) => c === 'bare' || ONLY.includes(c));
+if (CONTROL) for (const f of FRAMEWORKS) CONTENDERS[f].splice(1, 0, 'control');
 if (!(SECONDS > 0) || !(ROUNDS >= 1) || !(WARMUP >= 0)) throw new Error('--seconds, --rounds and --warmup must be positive');
 
 // Everything this process starts, stopped on the way out, whatever the way out is.
@@ -115,7 +122,7 @@ function startServer(framework, contender) {
     const execArgv = PROFILE
       ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, `${framework}-${contender.replace('/', '-')}-${Date.now()}`)]
       : [];
-    const child = fork(SERVER, [framework, contender, String(redis.port)], {
+    const child = fork(SERVER, [framework, contender === 'control' ? 'bare' : contender, String(redis.port)], {
       execArgv: ['--import', HOOKS, ...execArgv],
       env: { ...process.env, SLUICE_BENCH_SNAPSHOT: snapshot },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -193,54 +200,60 @@ async function redisCounters() {
 }
 
 const notes = [];
-async function run(framework, contender, round) {
-  await redis.client.flushall();
-  const { child, port } = await startServer(framework, contender);
-  try {
-    const where = `${framework} ${contender}`;
-    if (WARMUP > 0) {
-      const w = await load(port, WARMUP);
-      if (w.bad > 0)
-        throw new Error(`${where}: warm-up had ${w.result.non2xx} non-2xx, ${w.result.errors} errors, ${w.result.timeouts} timeouts`);
+// Starts a contender's server and warms it up.
+async function start(framework, contender) {
+  const server = await startServer(framework, contender);
+  if (WARMUP > 0) {
+    const w = await load(server.port, WARMUP);
+    if (w.bad > 0) {
+      throw new Error(
+        `${framework} ${contender}: warm-up had ${w.result.non2xx} non-2xx, ${w.result.errors} errors, ${w.result.timeouts} timeouts`,
+      );
     }
-    const cpu0 = await ask(child, 'cpu');
-    await redis.client.config('RESETSTAT');
-    const redis0 = await redisCounters();
-    const m = await load(port, SECONDS);
-    const cpu1 = await ask(child, 'cpu');
-    const done = m.result.requests.total;
-    const cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / done;
-    const redis1 = await redisCounters();
-    const redisUs = (redis1.cpu - redis0.cpu) / done;
-    // Less this script's own INFO and CONFIG calls.
-    const commands = Object.fromEntries(Object.entries(redis1.commands).filter(([name]) => !/^(info|config)/.test(name)));
-    const calls = Object.entries(commands)
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, n]) => `${name} ${(n / done).toFixed(n / done < 0.1 ? 3 : 2)}`)
-      .join(', ');
-    const scripts = ((commands.evalsha ?? 0) + (commands.eval ?? 0)) / done;
-    const { non2xx, errors, timeouts } = m.result;
-    const keys = ON_REDIS(contender) ? await redis.client.dbsize() : undefined;
-    const events = contender.startsWith('sluice') ? await ask(child, 'events') : {};
-    const local = Object.entries(events)
-      .map(([type, n]) => `${type} ${n}`)
-      .join(', ');
-    console.log(
-      `  ${where.padEnd(36)} ${Math.round(m.rps).toLocaleString('en-US').padStart(7)} req/s, server ${cpu.toFixed(1)} µs CPU/req, redis ${redisUs.toFixed(1)} µs CPU/req; non-2xx ${non2xx}, errors ${errors}, timeouts ${timeouts}` +
-        (keys === undefined ? '' : `, Redis keys ${keys}`) +
-        (local ? `, sluice events: ${local}` : '') +
-        (calls ? `\n      Redis commands per request (script calls included): ${calls}` : ''),
-    );
-    if (events.denied || events['shadow-denied']) throw new Error(`${where}: sluice denied requests: the limits are too low`);
-    if (local) {
-      notes.push(`${where} in round ${round + 1}: ${local} (store errors or timeouts: those requests were decided locally, not by Redis)`);
-    }
-    if (m.bad > 0) throw new Error(`${where}: ${non2xx} non-2xx, ${errors} errors, ${timeouts} timeouts: the run is void`);
-    if (keys === 0) throw new Error(`${where}: no key in Redis after the run: the limiter did not use Redis`);
-    return { rps: m.rps, cpu, redis: redisUs, scripts };
-  } finally {
-    await stopServer(child);
+    if (contender.startsWith('sluice')) await ask(server.child, 'events');
   }
+  return server;
+}
+
+// One measured slice of a running server.
+async function run(framework, contender, { child, port }, round) {
+  const where = `${framework} ${contender}`;
+  const cpu0 = await ask(child, 'cpu');
+  await redis.client.config('RESETSTAT');
+  const redis0 = await redisCounters();
+  const m = await load(port, SECONDS);
+  const cpu1 = await ask(child, 'cpu');
+  const done = m.result.requests.total;
+  const cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / done;
+  const redis1 = await redisCounters();
+  const redisUs = (redis1.cpu - redis0.cpu) / done;
+  // Less this script's own INFO and CONFIG calls.
+  const commands = Object.fromEntries(Object.entries(redis1.commands).filter(([name]) => !/^(info|config)/.test(name)));
+  const calls = Object.entries(commands)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${(n / done).toFixed(n / done < 0.1 ? 3 : 2)}`)
+    .join(', ');
+  const scripts = ((commands.evalsha ?? 0) + (commands.eval ?? 0)) / done;
+  const { non2xx, errors, timeouts } = m.result;
+  // sluice's event counts since the last ask (the server resets them when asked).
+  const events = contender.startsWith('sluice') ? await ask(child, 'events') : {};
+  const local = Object.entries(events)
+    .map(([type, n]) => `${type} ${n}`)
+    .join(', ');
+  console.log(
+    `  ${where.padEnd(36)} ${Math.round(m.rps).toLocaleString('en-US').padStart(7)} req/s, server ${cpu.toFixed(1)} µs CPU/req, redis ${redisUs.toFixed(1)} µs CPU/req; non-2xx ${non2xx}, errors ${errors}, timeouts ${timeouts}` +
+      (local ? `, sluice events: ${local}` : '') +
+      (calls ? `\n      Redis commands per request (script calls included): ${calls}` : ''),
+  );
+  if (events.denied || events['shadow-denied']) throw new Error(`${where}: sluice denied requests: the limits are too low`);
+  if (local) {
+    notes.push(`${where} in round ${round + 1}: ${local} (store errors or timeouts: those requests were decided locally, not by Redis)`);
+  }
+  if (m.bad > 0) throw new Error(`${where}: ${non2xx} non-2xx, ${errors} errors, ${timeouts} timeouts: the run is void`);
+  if (ON_REDIS(contender) && Object.keys(commands).length === 0) {
+    throw new Error(`${where}: no Redis command during the run: the limiter did not use Redis`);
+  }
+  return { rps: m.rps, cpu, redis: redisUs, scripts };
 }
 
 const rotate = (xs, r) => xs.map((_, i) => xs[(i + r) % xs.length]);
@@ -258,9 +271,9 @@ snapshot = taken.dir;
 redis = await startRedis();
 const total = FRAMEWORKS.reduce((n, f) => n + CONTENDERS[f].length, 0);
 console.log(
-  `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${total} contenders x ${ROUNDS} rounds x (${WARMUP} s warm-up + ${SECONDS} s), ` +
+  `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${total} contenders, ${WARMUP} s warm-up each, then ${ROUNDS} rounds of ${SECONDS} s each, ` +
     `${CONNECTIONS} connections, ${KEYS.toLocaleString('en-US')} keys; redis-server on port ${redis.port}; ` +
-    `sluice build ${taken.hash} (${gitState()}); about ${Math.ceil((total * ROUNDS * (WARMUP + SECONDS + 1.5)) / 60)} min; load average ${loadavg()
+    `sluice build ${taken.hash} (${gitState()}); about ${Math.ceil((total * (WARMUP + 1 + ROUNDS * (SECONDS + 0.2))) / 60)} min; load average ${loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}`,
 );
@@ -268,10 +281,19 @@ console.log(
 // runs[framework][contender] = one { rps, cpu, redis } per round
 const runs = Object.fromEntries(FRAMEWORKS.map((f) => [f, Object.fromEntries(CONTENDERS[f].map((c) => [c, []]))]));
 const started = performance.now();
-for (let r = 0; r < ROUNDS; r++) {
-  console.log(`round ${r + 1}/${ROUNDS} (load average ${loadavg()[0].toFixed(2)})`);
-  for (const framework of rotate(FRAMEWORKS, r)) {
-    for (const contender of rotate(CONTENDERS[framework], r)) runs[framework][contender].push(await run(framework, contender, r));
+for (const framework of FRAMEWORKS) {
+  await redis.client.flushall();
+  const servers = {};
+  try {
+    for (const contender of CONTENDERS[framework]) servers[contender] = await start(framework, contender);
+    for (let r = 0; r < ROUNDS; r++) {
+      console.log(`${framework}, round ${r + 1}/${ROUNDS} (load average ${loadavg()[0].toFixed(2)})`);
+      for (const contender of rotate(CONTENDERS[framework], r)) {
+        runs[framework][contender].push(await run(framework, contender, servers[contender], r));
+      }
+    }
+  } finally {
+    await Promise.all(Object.values(servers).map(({ child }) => stopServer(child)));
   }
 }
 stopAll();
@@ -304,6 +326,12 @@ for (const framework of FRAMEWORKS) {
     console.log(
       `| ${framework} | ${LABELS[contender]} | ${cells.join(' | ')} | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) | ` +
         `${fmtRatio(q.median)} (${fmtRatio(q.min)}–${fmtRatio(q.max)}) | ${cpu.toFixed(1)} | ${onRedis('redis', 1)} | ${onRedis('scripts', 3)} |`,
+    );
+  }
+  if (ratios.control) {
+    const c = stats(ratios.control);
+    verdicts.push(
+      `${framework}: a second bare app at ${fmtRatio(c.median)} (${fmtRatio(c.min)}–${fmtRatio(c.max)}) of the first: the noise floor`,
     );
   }
   if (!ratios['sluice-redis']) continue;

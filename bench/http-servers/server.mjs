@@ -4,6 +4,7 @@
 // in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
 // Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort]
 // Sends { port } over IPC once it listens on 127.0.0.1 and its Redis client is ready; exits with its parent.
+// Answers 'cpu' with its process.cpuUsage(), 'events' with sluice's event counts since the last 'events'.
 import Redis from 'ioredis';
 
 export const LIMIT = 1000;
@@ -117,8 +118,11 @@ process.on('disconnect', () => process.exit(0));
 process.on('SIGTERM', () => process.exit(0));
 const port = await start();
 process.on('message', (message) => {
-  if (message === 'events') process.send({ events });
-  else if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
+  if (message === 'events') {
+    // The counts since the last ask.
+    process.send({ events: { ...events } });
+    for (const type of Object.keys(events)) delete events[type];
+  } else if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
 });
 if (process.send) process.send({ port });
 else console.log(`${framework} ${contender} listening on 127.0.0.1:${port}`);
