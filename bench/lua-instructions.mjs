@@ -5,7 +5,7 @@
 // calls of BATCH consume decisions each go over 10,000 keys, and the instructions redis-server executed
 // in that span (the whole server: networking, the script, the commands) are divided by the decisions.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
-//   [--algorithm tb|fw|sw|sl] [--limit 1000] [--window 3600000] [--batch 512] [--batches 40]
+//   [--algorithm tb|fw|sw|sl] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200]
 // Needs valgrind (callgrind_control, callgrind_annotate) on PATH.
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
@@ -20,7 +20,7 @@ const ALGORITHM = arg('algorithm', 'tb');
 const LIMIT = arg('limit', '1000');
 const WINDOW = arg('window', '3600000');
 const BATCH = Number(arg('batch', 512));
-const BATCHES = Number(arg('batches', 40));
+const BATCHES = Number(arg('batches', 200));
 const KEYS = 10_000;
 
 const port = await freePort();

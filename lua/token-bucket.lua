@@ -11,15 +11,15 @@
 -- Contract: token_bucket(key, now, limit, window, burst, cost, apply, slack)
 --   now    ms on the server clock; window, slack in ms; apply: charge `cost` if it passes
 -- Reply: ok, remaining (integer), resetMs (to full), retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
--- The key's expiry (µs) for TAT q + r / limit: the first multiple of `quantum` at or after it. Exact
--- while TAT < 2^53 µs (the year 2255): the quotient then never rounds to a whole number it is not.
-local function expiry_of(q, r, quantum)
-  return ceil((r > 0 and q + 1 or q) / quantum) * quantum
-end
+local format, call = string.format, redis.call
+-- Arithmetic stays inline, without math.floor, ceil or max: a C call costs the Lua VM more than
+-- all of this function's operators, and this runs once per decision. For any number x, x - x % 1 is
+-- floor(x) exactly, and x % m - x is -x rounded up to a multiple of m.
 local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
-  local t = floor(now * 1000 + 0.5)
+  local t = now * 1000 + 0.5
+  t = t - t % 1
   local w = window * 1000
+  local full = burst * w
   -- debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
   local debt = 0
   local raw = call('GET', key)
@@ -32,26 +32,43 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
       r = tonumber(string.sub(raw, sp + 1))
     end
     -- A clock that steps back (fail-over to another server) sees fewer tokens, never a second refill.
-    debt = max(0, (q - t) * limit + r)
+    debt = (q - t) * limit + r
+    if debt < 0 then debt = 0 end
   end
   local need = cost * w
-  local ok = burst * w - debt >= need
+  local ok = full - debt >= need
   if ok and apply then
     debt = debt + need
-    local dq = floor(debt / limit)
+    local dq = debt / limit
+    dq = dq - dq % 1
     local rest = debt - dq * limit
     local value = rest == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, rest)
-    local quantum = max(1, floor(burst * w / limit / 64))
-    local expiry = expiry_of(t + dq, rest, quantum)
-    if raw and expiry == expiry_of(q, r, quantum) then
+    -- The key's expiry (µs) for TAT q + r / limit is the first multiple of `quantum` at or after it
+    -- (from q + 1 when r > 0): x % quantum - x for x = -TAT. Exact while TAT < 2^53 µs (the year 2255).
+    local quantum = full / limit / 64
+    quantum = quantum - quantum % 1
+    if quantum < 1 then quantum = 1 end
+    local after = -(rest > 0 and t + dq + 1 or t + dq)
+    local expiry = after % quantum - after
+    local before = raw and -(r > 0 and q + 1 or q)
+    if before and expiry == before % quantum - before then
       call('SET', key, value, 'KEEPTTL')
     else
       -- A %d string: Redis would format a Lua number with %.17g, far slower.
-      call('SET', key, value, 'PX', format('%d', ceil((expiry - t) / 1000) + slack))
+      local ttl = (t - expiry) / 1000
+      call('SET', key, value, 'PX', format('%d', ttl % 1 - ttl + slack))
     end
   end
-  -- The shortfall, (cost - tokens) * W, refills at `limit` per µs.
+  -- The shortfall, (cost - tokens) * W, refills at `limit` per µs (rounded up, at least 1).
   local retry = 0
-  if not ok then retry = max(1, ceil((need - (burst * w - debt)) / limit)) end
-  return ok, max(0, floor((burst * w - debt) / w)), ceil(debt / (limit * 1000)), retry
+  if not ok then
+    retry = (full - debt - need) / limit
+    retry = retry % 1 - retry
+    if retry < 1 then retry = 1 end
+  end
+  local remaining = (full - debt) / w
+  remaining = remaining - remaining % 1
+  if remaining < 0 then remaining = 0 end
+  local reset = -debt / (limit * 1000)
+  return ok, remaining, reset % 1 - reset, retry
 end
