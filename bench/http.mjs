@@ -200,7 +200,7 @@ async function redisCounters() {
 }
 
 const notes = [];
-// Starts a contender's server and warms it up.
+// Starts a contender's server and warms it up. (Its sluice events, if any, count in its first slice.)
 async function start(framework, contender) {
   const server = await startServer(framework, contender);
   if (WARMUP > 0) {
@@ -210,7 +210,6 @@ async function start(framework, contender) {
         `${framework} ${contender}: warm-up had ${w.result.non2xx} non-2xx, ${w.result.errors} errors, ${w.result.timeouts} timeouts`,
       );
     }
-    if (contender.startsWith('sluice')) await ask(server.child, 'events');
   }
   return server;
 }
