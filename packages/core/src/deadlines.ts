@@ -48,11 +48,7 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise:
     if (head !== undefined) timer = setTimeout(fire, Math.max(1, head.at - now));
     if (due.length > 0) {
       setImmediate(() => {
-        for (const call of due) {
-          if (call.state !== 'due') continue;
-          call.state = 'settled';
-          call.done(timedOut());
-        }
+        for (const call of due) if (settle(call)) call.done(timedOut());
       });
     }
   }
