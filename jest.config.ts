@@ -6,6 +6,7 @@ const config: Config = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
   moduleNameMapper: {
+    '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
     '^@sluice/(core|express|fastify|koa)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

@@ -1,18 +1,16 @@
+// The public contract of @sluice/core (shared/DESIGN.md). What only the adapters need is on the
+// subpath @sluice/core/adapter.
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js';
 export type { Duration } from './duration.js';
-export { parseDuration } from './duration.js';
-export { badOption, SluiceError } from './errors.js';
+export { SluiceError } from './errors.js';
 export type { HeadersMode } from './headers.js';
-export { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
-export type { HttpLimit, HttpLimitOptions, HttpVerdict, LimitedBody, LimitedResponse, PeerSpellings } from './http.js';
-export { httpLimit, mergeHttpOptions, stackHeaders } from './http.js';
+export { rateLimitHeaders } from './headers.js';
 export { ipKey } from './ip-key.js';
 export type { FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
-export { createLimiter, LIMITER_OPTIONS } from './limiter.js';
+export { createLimiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { memoryStore } from './memory-store.js';
-export type { Algorithm, Policy, PolicyInput } from './policy.js';
-export { parsePolicies, parsePolicy } from './policy.js';
+export type { Algorithm, PolicyInput } from './policy.js';
 export type { RedisStoreOptions } from './redis-store.js';
 export { redisStore } from './redis-store.js';
-export type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
+export type { Policy, PolicyState, Store, StoreReply, StoreRequest } from './store.js';

@@ -1,3 +1,9 @@
+// Every key sluice builds, in one place. Along the way "key" means:
+//   the caller's key    what an app passes to consume() ('203.0.113.7', 'user:42');
+//   the scoped key      an adapter's counter for a client: scope (a route or a `scope` name) and caller key;
+//   the tag             the hash-tag body a caller's key becomes (itself, or a digest);
+//   the shard tag       a tag with its shard ('k~3'), the fallback tag (the local tier's, '!k');
+//   the store key       one policy's counters: `prefix:{tag}:policyId`.
 import { createHash } from 'node:crypto';
 
 // Kept as is: short printable ASCII (spaces included, as in the adapters' 'GET /login' scopes) without
@@ -5,14 +11,33 @@ import { createHash } from 'node:crypto';
 const PLAIN_KEY = /^[ -z|]{1,100}$/;
 
 /**
+ * The caller's key an adapter counts a client under: length-prefixed, so that no scope and key pair can
+ * spell another. `scope` is a route ('POST /login') or a `scope` option's name.
+ * @example scopedKey('POST /login', '203.0.113.7') // '11:POST /login|203.0.113.7'
+ */
+export function scopedKey(scope: string, key: string): string {
+  return `${scope.length}:${scope}|${key}`;
+}
+
+/**
  * The hash-tag body for a caller's key: the key itself when short and plain, else '#' and a digest.
- * Any string is a key (empty, unicode, 10 KB, braces, CR, LF); distinct keys never share a tag, no
- * key escapes the prefix or moves the hash tag, and long keys take bounded space in Redis.
+ * Any string is a key (unicode, 10 KB, braces, CR, LF); distinct keys never share a tag, no key escapes
+ * the prefix or moves the hash tag, and long keys take bounded space in Redis.
  */
 export function keyTag(key: string): string {
   if (PLAIN_KEY.test(key) && key.charCodeAt(0) !== 35 /* # */) return key;
   // UTF-16 code units, so that lone surrogates hash apart (UTF-8 would map them all to U+FFFD).
   return `#${createHash('sha256').update(key, 'utf16le').digest('base64url').slice(0, 27)}`;
+}
+
+/** The tag of one shard of a key split over `shards` (hot keys): each shard in a Cluster slot of its own. */
+export function shardTag(tag: string, shard: number, shards: number): string {
+  return shards === 1 ? tag : `${tag}~${shard}`;
+}
+
+/** The tag of a key's counters in the local fallback, apart from the prefilter's in the same local store. */
+export function fallbackTag(tag: string): string {
+  return `!${tag}`;
 }
 
 /** The store key of one policy's counters: `prefix:{tag}:policyId`, so a key's policies share a Cluster slot. */

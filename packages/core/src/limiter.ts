@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
 import { createDeadlines, type Settle } from './deadlines.js';
@@ -95,6 +96,11 @@ export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
   'onEvent',
   'clock',
 ]);
+/** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
+const decisionChannel = channel('sluice:decision');
+/** Every LimiterEvent, as the event itself. */
+const eventChannel = channel('sluice:event');
+
 const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) or spaces
 
 /** The limiter options, validated, defaults applied. Throws naming the option and what is allowed. */
@@ -201,13 +207,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const prefilter = o.prefilter ? [o.prefilter] : undefined;
 
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
-    if (onEvent === undefined) return;
+    if (onEvent === undefined && !eventChannel.hasSubscribers) return;
+    const full: LimiterEvent = { prefix, ...event };
+    eventChannel.publish(full);
     try {
-      onEvent({ prefix, ...event });
+      onEvent?.(full);
     } catch {
       // A logging hook must not turn a decision into an error.
     }
   };
+  /** Publishes a decision on sluice:decision once it is made; only called while someone subscribes. */
+  const observed = (key: string, started: number, decision: Promise<Decision>): Promise<Decision> =>
+    decision.then((d) => {
+      decisionChannel.publish({ prefix, key, decision: d, durationMs: performance.now() - started });
+      return d;
+    });
   const onBreaker = (open: boolean, error: Error | undefined, ms: number) =>
     emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms });
   // Limiters on one store share its breaker (a test clock gets one of its own).
@@ -332,14 +346,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return Promise.reject(error);
       }
       const tag = keyTag(key);
+      const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       // The common case, without an await or a promise of its own.
-      if (!prefilter && shards === 1) return fromStore(key, tag, 0, cost, false, true);
-      return consumeTiers(key, tag, cost);
+      const decision = !prefilter && shards === 1 ? fromStore(key, tag, 0, cost, false, true) : consumeTiers(key, tag, cost);
+      return started < 0 ? decision : observed(key, started, decision);
     },
 
     async peek(key) {
       checkKey(key);
-      return fromStore(key, keyTag(key), 0, 1, true, false);
+      const started = decisionChannel.hasSubscribers ? performance.now() : -1;
+      const decision = fromStore(key, keyTag(key), 0, 1, true, false);
+      return started < 0 ? decision : observed(key, started, decision);
     },
 
     async reset(key) {

@@ -1,5 +1,7 @@
 import type { Policy } from './policy.js';
 
+export type { Policy };
+
 /** What one policy says after a store decided a request. */
 export interface PolicyState {
   /** Whole units left after this request, >= 0. */

@@ -1,4 +1,5 @@
-import { badOption, type Decision, type HttpLimitOptions, httpLimit, type PeerSpellings, stackHeaders } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import { badOption, type HttpLimitOptions, httpLimit, type PeerSpellings, stackHeaders } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {

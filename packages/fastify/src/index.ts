@@ -1,14 +1,13 @@
+import { type Decision, memoryStore } from '@sluice/core';
 import {
   badOption,
-  type Decision,
   type HttpLimit,
   type HttpLimitOptions,
   httpLimit,
   type LimitedResponse,
-  memoryStore,
   mergeHttpOptions,
   type PeerSpellings,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 

@@ -1,4 +1,5 @@
-import { badOption, type Decision, type HttpLimitOptions, httpLimit, stackHeaders } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import { badOption, type HttpLimitOptions, httpLimit, stackHeaders } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 
 declare module 'koa' {

@@ -5,6 +5,7 @@ import { parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
+import { scopedKey } from './keys.js';
 import { createLimiter, LIMITER_OPTIONS, type Limiter, type LimiterOptions } from './limiter.js';
 import type { PolicyInput } from './policy.js';
 
@@ -197,8 +198,7 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
       const counter = scope ?? route;
       const price = options.cost?.(req);
       const cost = price === undefined ? undefined : { cost: typeof price === 'number' ? price : await price };
-      // Length-prefixed, so that no scope and key pair can spell another.
-      const decision = await theLimiter.consume(`${counter.length}:${counter}|${client}`, cost);
+      const decision = await theLimiter.consume(scopedKey(counter, client), cost);
       return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
     },
     async limitedResponse(decision, req) {

@@ -1,4 +1,4 @@
-import { httpLimit, mergeHttpOptions, stackHeaders } from './http.js';
+import { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
 
