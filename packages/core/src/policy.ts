@@ -1,8 +1,10 @@
+import type { Algorithm } from './algorithms/index.js';
 import { type Duration, formatDuration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
+import { ALGORITHM_CODES } from './lua.generated.js';
 
-/** The algorithms a policy can use. */
-export type Algorithm = 'token-bucket' | 'sliding-window' | 'sliding-log' | 'fixed-window';
+export type { Algorithm } from './algorithms/index.js';
+export { ALGORITHM_CODES };
 
 /** A policy: '100/1m', '10/s', '5/15m' (a bare unit means 1 of it), or an object. */
 export type PolicyInput =
@@ -30,14 +32,6 @@ export interface Policy {
   /** Identifies the policy's counters in a store: two policies with the same id share them. */
   readonly id: string;
 }
-
-/** The short codes the Lua scripts dispatch on. */
-export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = {
-  'token-bucket': 'tb',
-  'fixed-window': 'fw',
-  'sliding-window': 'sw',
-  'sliding-log': 'sl',
-};
 
 const POLICY_STRING = /^\s*(\d+)\s*\/\s*(\S+)\s*$/;
 const NAME = /^[!#-[\]-~]{1,64}$/; // printable ASCII without '"' and '\', so it fits an sf-string as is

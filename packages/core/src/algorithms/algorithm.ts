@@ -1,7 +1,7 @@
 import type { Policy } from '../policy.js';
 
 /** What one policy says about one request; the TypeScript twin of a lua/ function's reply. */
-export interface Step<S> {
+export interface StepResult<S> {
   ok: boolean;
   remaining: number;
   resetMs: number;
@@ -12,7 +12,7 @@ export interface Step<S> {
 }
 
 /**
- * One algorithm over its state. `apply` charges `cost` when it passes. Mirrors lua/ expression by
- * expression, so that the memory store and Redis decide the same on the same clock.
+ * One algorithm over its state. `apply` charges `cost` when it passes. Mirrors its lua/ file expression
+ * by expression, so that the memory store and Redis decide the same on the same clock.
  */
-export type AlgorithmStep<S> = (state: S | undefined, now: number, p: Policy, cost: number, apply: boolean) => Step<S>;
+export type AlgorithmStep<S> = (state: S | undefined, now: number, p: Policy, cost: number, apply: boolean) => StepResult<S>;
