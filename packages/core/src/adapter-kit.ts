@@ -6,7 +6,8 @@ import { badOption, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
-import { createLimiter, LIMITER_OPTIONS, type Limiter, type LimiterOptions } from './limiter.js';
+import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+import { LIMITER_OPTION_NAMES as LIMITER_OPTIONS } from './limiter-options.js';
 import type { PolicyInput } from './policy.js';
 
 type Awaitable<T> = T | Promise<T>;

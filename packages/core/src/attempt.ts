@@ -1,0 +1,12 @@
+/** One consume or peek on its way through the limiter's stages. */
+export interface Attempt {
+  /** The caller's key. */
+  readonly key: string;
+  /** Its hash-tag body (keyTag). */
+  readonly tag: string;
+  readonly cost: number;
+  /** Read without charging. */
+  readonly peek: boolean;
+  /** The decision made for it goes to the caller as it is, so the stage that makes it also finishes it (shadow mode, the denied event). */
+  readonly final: boolean;
+}

@@ -1,0 +1,31 @@
+// The fail mode: the decision when the store cannot answer (an error, a timeout, the breaker open).
+import type { Attempt } from './attempt.js';
+import { type Decision, failOpenDecision, toDecision } from './decision.js';
+import { fallbackTag, storeKey } from './keys.js';
+import type { FailMode } from './limiter-options.js';
+import type { Policy } from './policy.js';
+import type { Store } from './store.js';
+
+/** 'open': allowed, with no count known (source 'fail-open'). 'closed': the local fallback decides (source 'fallback'). */
+export function createFailMode(
+  mode: FailMode,
+  prefix: string,
+  policies: readonly Policy[],
+  fallback: readonly Policy[],
+  local: Store | undefined,
+  emit: (type: 'fail-open' | 'fallback', key: string) => void,
+): (attempt: Attempt) => Promise<Decision> {
+  if (mode === 'open') {
+    return (attempt) => {
+      emit('fail-open', attempt.key);
+      return Promise.resolve(failOpenDecision(policies));
+    };
+  }
+  return async (attempt) => {
+    const tag = fallbackTag(attempt.tag);
+    const keys = fallback.map((p) => storeKey(prefix, tag, p.id));
+    const reply = await (local as Store).decide({ keys, policies: fallback, cost: attempt.cost, peek: attempt.peek });
+    emit('fallback', attempt.key);
+    return toDecision(fallback, reply, 'fallback');
+  };
+}
