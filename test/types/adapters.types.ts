@@ -64,6 +64,11 @@ declare const decisionSink: (d: Decision | undefined) => void;
   expressRateLimit({ policy: '1/s', onLimited: (_req, _res, _next, decision) => decision.nope });
   // @ts-expect-error a policy is a string like '100/1m' or an object
   expressRateLimit({ policy: 100 });
+  // @ts-expect-error a middleware without any policy
+  expressRateLimit({ key: (req) => req.ip ?? '' });
+  // @ts-expect-error timeWindow is @fastify/rate-limit's spelling, not express-rate-limit's
+  expressRateLimit({ max: 5, timeWindow: '1 minute' });
+  expressRateLimit({ policy: '10/1m', cost: 2 });
 }
 
 // ------------------------------------------------------------------ Fastify
@@ -110,6 +115,11 @@ async function fastifyTypes() {
   await app.register(fastifyRateLimit, { policy: '1/s', key: () => 42 });
   // @ts-expect-error onLimited gets a Decision
   await app.register(fastifyRateLimit, { policy: '1/s', onLimited: (_request, _reply, decision) => decision.nope });
+  // @ts-expect-error a plugin that limits every route needs a policy
+  await app.register(fastifyRateLimit, { headers: 'both' });
+  await app.register(fastifyRateLimit, { global: false, headers: 'both' });
+  // @ts-expect-error windowMs is express-rate-limit's spelling
+  await app.register(fastifyRateLimit, { windowMs: 1000, max: 5 });
 }
 void fastifyTypes;
 
@@ -143,4 +153,8 @@ void fastifyTypes;
   koaRateLimit({ policy: '1/s', key: () => 42 });
   // @ts-expect-error onLimited gets a Decision
   koaRateLimit({ policy: '1/s', onLimited: (_ctx, decision) => decision.nope });
+  // @ts-expect-error a middleware without any policy
+  koaRateLimit({ headers: 'both' });
+  // @ts-expect-error Koa takes no express-rate-limit spellings
+  koaRateLimit({ windowMs: 1000, max: 5 });
 }

@@ -156,7 +156,7 @@ export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPT
 export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterOptions {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
-  const o = resolve(LIMITER_OPTIONS, options as unknown as Record<string, unknown>);
+  const o = resolve(LIMITER_OPTIONS, options);
   if (o.policy === undefined) badOption('policy', "given (e.g. '100/1m')", undefined);
   const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
   if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);

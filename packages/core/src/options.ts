@@ -29,11 +29,11 @@ export function checkNames(given: object, known: readonly string[], what: string
 }
 
 /** Resolves `input` against `table`: absent options get their default, given ones their check. */
-export function resolve<T extends OptionTable>(table: T, input: Record<string, unknown>): Resolved<T> {
+export function resolve<T extends OptionTable>(table: T, input: object): Resolved<T> {
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(table)) {
     const spec = table[name] as OptionSpec<unknown>;
-    const value = input[name];
+    const value = (input as Record<string, unknown>)[name];
     out[name] = value === undefined ? spec.default : spec.check(value, name);
   }
   return out as Resolved<T>;
