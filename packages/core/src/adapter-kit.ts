@@ -2,7 +2,7 @@
 // request; the decision's headers; the 429 body. Framework-free: a request is an opaque `Req` here.
 import type { Decision } from './decision.js';
 import { parseDuration } from './duration.js';
-import { badOption, SluiceError } from './errors.js';
+import { badOption, describe, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
@@ -242,27 +242,54 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
     async check(req, route, ip) {
       // A sync answer is taken as it is: awaiting it would cost every request a microtask.
       if (skip !== undefined) {
-        const skipped = skip(req);
-        if (skipped === true || (skipped !== false && (await skipped))) return undefined;
+        const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip');
+        if (skipped === true || (skipped !== false && (await caught(skipped, 'ERR_SLUICE_KEY', 'skip')))) return undefined;
       }
-      const given = key === undefined ? ipKey(ip(), subnet) : key(req);
-      const client: unknown = typeof given === 'string' ? given : await given;
-      if (typeof client !== 'string') {
-        throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a string, got ${client === null ? 'null' : typeof client}`);
+      const given = key === undefined ? ipKey(ip(), subnet) : call(key, req, 'ERR_SLUICE_KEY', 'key');
+      const client: unknown = typeof given === 'string' ? given : await caught(given, 'ERR_SLUICE_KEY', 'key');
+      if (typeof client !== 'string' || client === '') {
+        const got = client === '' ? 'an empty string, which would count every such request in one shared bucket' : describe(client);
+        throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a non-empty string, got ${got}`);
       }
       const counter = scope ?? route;
-      const price = cost?.(req);
-      const charge = price === undefined ? undefined : { cost: typeof price === 'number' ? price : await price };
+      const price = cost === undefined ? undefined : call(cost, req, 'ERR_SLUICE_COST', 'cost');
+      const charge =
+        price === undefined ? undefined : { cost: typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost') };
       const decision = await theLimiter.consume(scopedKey(counter, client), charge);
       return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
     },
     async limitedResponse(decision, req) {
       const body = typeof message === 'function' ? await message(decision, req) : (message ?? problem(decision, status));
       if (typeof body === 'string') return { status, contentType: 'text/plain; charset=utf-8', body };
-      const contentType = message === undefined ? 'application/problem+json' : 'application/json; charset=utf-8';
+      const contentType = message === undefined ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8';
       return { status, contentType, body: JSON.stringify(body) };
     },
   };
+}
+
+/** A user function's error, as the SluiceError the framework gets: `code`, and the original as `cause`. */
+function userError(error: unknown, code: string, name: string): SluiceError {
+  if (error instanceof SluiceError) return error;
+  const what = error instanceof Error ? `: ${error.message}` : '';
+  return new SluiceError(code, `${name}(req) threw${what}`, { cause: error });
+}
+
+/** Calls a user's key, cost or skip function; a throw becomes a SluiceError with `code`. */
+function call<T>(fn: (req: never) => T, req: unknown, code: string, name: string): T {
+  try {
+    return fn(req as never);
+  } catch (error) {
+    throw userError(error, code, name);
+  }
+}
+
+/** Awaits a user function's promise; a rejection becomes a SluiceError with `code`. */
+async function caught<T>(value: T | Promise<T>, code: string, name: string): Promise<T> {
+  try {
+    return await value;
+  } catch (error) {
+    throw userError(error, code, name);
+  }
 }
 
 /**

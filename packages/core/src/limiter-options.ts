@@ -14,8 +14,10 @@ export type FailMode = 'open' | 'closed';
 /** Something worth a log line or a metric. */
 export interface LimiterEvent {
   type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied';
-  /** The limiter's key namespace (its `prefix`). */
+  /** The limiter's key namespace (its `prefix`); for a breaker event, the first of `prefixes`. */
   prefix: string;
+  /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
+  prefixes?: string[];
   /** The caller's key, when the event is about one request. */
   key?: string;
   error?: Error;

@@ -12,7 +12,8 @@ import { performance } from 'node:perf_hooks';
 import type { Attempt } from './attempt.js';
 import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
-import { badOption, SluiceError } from './errors.js';
+import { describe, SluiceError } from './errors.js';
+import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
 import { fallbackTag, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
@@ -39,8 +40,6 @@ export interface Limiter {
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
-/** Every LimiterEvent, as the event itself. */
-const eventChannel = channel('sluice:event');
 
 /**
  * Creates a limiter. Bad options throw here, never at request time.
@@ -53,22 +52,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { policy: policies, prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
   const shards = createShards(policies, o.shards);
+  const capacity = capacityOf(shards.policies);
   const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
   const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore({ clock }) : undefined;
 
+  const hooks = [onEvent];
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
-    if (onEvent === undefined && !eventChannel.hasSubscribers) return;
-    const full: LimiterEvent = { prefix, ...event };
-    eventChannel.publish(full);
-    try {
-      onEvent?.(full);
-    } catch {
-      // A logging hook must not turn a decision into an error.
-    }
+    if (eventsHeard(onEvent)) publish({ prefix, ...event }, hooks);
   };
-  const storeCall = createStoreCall(store, o, (open, error, ms) =>
-    emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms }),
-  );
+  const storeCall = createStoreCall(store, o, { prefix, onEvent });
   const failMode = createFailMode(o.failMode, prefix, policies, o.fallback, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
@@ -150,7 +142,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       let cost: number;
       try {
         checkKey(key);
-        cost = checkCost(options?.cost, policies);
+        cost = checkCost(options?.cost, policies, capacity);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -191,15 +183,38 @@ export function createLimiter(options: LimiterOptions): Limiter {
 }
 
 function checkKey(key: unknown): string {
-  if (typeof key !== 'string') throw new SluiceError('ERR_SLUICE_KEY', `key must be a string, got ${typeof key}`);
+  if (typeof key !== 'string') throw new SluiceError('ERR_SLUICE_KEY', `key must be a string, got ${describe(key)}`);
+  // An empty key would count every such caller in one shared bucket.
+  if (key === '') throw new SluiceError('ERR_SLUICE_KEY', 'key must be a non-empty string, got ""');
   return key;
 }
 
-function checkCost(cost: unknown, policies: readonly Policy[]): number {
+/** The largest cost that can ever pass: the smallest capacity of any policy (of any shard). */
+function capacityOf(shards: readonly (readonly Policy[])[]): { cost: number; policy: Policy } {
+  let least: { cost: number; policy: Policy } | undefined;
+  for (const ps of shards) {
+    for (const p of ps) {
+      const cost = p.algorithm === 'token-bucket' ? p.burst : p.limit;
+      if (least === undefined || cost < least.cost) least = { cost, policy: p };
+    }
+  }
+  return least as { cost: number; policy: Policy };
+}
+
+function checkCost(cost: unknown, policies: readonly Policy[], capacity: { cost: number; policy: Policy }): number {
   if (cost === undefined) return 1;
-  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) badOption('cost', 'a positive finite number', cost);
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
+    throw new SluiceError('ERR_SLUICE_COST', `cost must be a positive finite number, got ${describe(cost)}`);
+  }
   if (!Number.isInteger(cost) && policies.some((p) => p.algorithm === 'sliding-log')) {
-    badOption('cost', "a whole number with a 'sliding-log' policy", cost);
+    throw new SluiceError('ERR_SLUICE_COST', `cost must be a whole number with a 'sliding-log' policy, got ${cost}`);
+  }
+  // Not a denial: a Retry-After would promise that it passes later, and it never does.
+  if (cost > capacity.cost) {
+    throw new SluiceError(
+      'ERR_SLUICE_COST',
+      `cost ${cost} can never pass: it is above the capacity ${capacity.cost} of policy "${capacity.policy.name}"`,
+    );
   }
   return cost;
 }

@@ -2,6 +2,7 @@ import type { Algorithm } from './algorithms/index.js';
 import { type Duration, formatDuration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { ALGORITHM_CODES } from './lua.generated.js';
+import { checkNames, nearest } from './options.js';
 
 export type { Algorithm } from './algorithms/index.js';
 export { ALGORITHM_CODES };
@@ -33,7 +34,13 @@ export interface Policy {
   readonly id: string;
 }
 
-const POLICY_STRING = /^\s*(\d+)\s*\/\s*(\S+)\s*$/;
+const POLICY_STRING = /^\s*([-+]?\d*\.?\d+(?:e[-+]?\d+)?)\s*\/\s*(\S+)\s*$/i;
+const POLICY_FIELDS = ['limit', 'window', 'algorithm', 'burst', 'name'];
+/**
+ * Most units a sliding-log policy counts: it keeps one sorted-set member per unit admitted in its
+ * window, so memory and the script's time grow with the limit. Above it, use 'sliding-window'.
+ */
+export const SLIDING_LOG_MAX = 10_000;
 const NAME = /^[!#-[\]-~]{1,64}$/; // printable ASCII without '"' and '\', so it fits an sf-string as is
 
 /**
@@ -47,18 +54,38 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     if (!m) badOption(option, "a string like '100/1m' or an object { limit, window }", input);
     raw = { limit: Number(m[1]), window: m[2] };
   } else if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    checkNames(input, POLICY_FIELDS, 'a policy field', `${option}.`);
     raw = input;
   } else {
     return badOption(option, "a string like '100/1m' or an object { limit, window }", input);
   }
   const limit = raw.limit;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-    badOption(`${option}.limit`, 'a positive integer', limit);
+    const why =
+      typeof limit !== 'number' || Number.isNaN(limit)
+        ? undefined
+        : limit < 0
+          ? 'a limit counts units per window: it cannot be negative'
+          : !Number.isInteger(limit)
+            ? 'a limit counts whole units: for 1.5 per minute, write 3/2m'
+            : limit === 0
+              ? 'a limit of 0 would refuse every request; to count without denying, use shadow: true'
+              : 'at most 2^53 - 1';
+    badOption(`${option}.limit`, 'a positive integer', limit, why);
   }
   const windowMs = parseDuration(raw.window, `${option}.window`);
   const algorithm = raw.algorithm ?? 'token-bucket';
   if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
-    badOption(`${option}.algorithm`, `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`, algorithm);
+    const close = typeof algorithm === 'string' ? nearest(algorithm, Object.keys(ALGORITHM_CODES)) : undefined;
+    badOption(`${option}.algorithm`, `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`, algorithm, close && `did you mean ${close}?`);
+  }
+  if (algorithm === 'sliding-log' && (limit as number) > SLIDING_LOG_MAX) {
+    badOption(
+      `${option}.limit`,
+      `at most ${SLIDING_LOG_MAX} with 'sliding-log'`,
+      limit,
+      "it keeps a member per unit: use 'sliding-window' for more",
+    );
   }
   const burst = raw.burst ?? limit;
   if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 1) {

@@ -1,5 +1,5 @@
 // The store call: a deadline on every call, and the circuit breaker in front of the store.
-import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
+import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
 import { createDeadlines, type Settle } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
@@ -31,7 +31,7 @@ export interface StoreCall {
 export function createStoreCall(
   store: Store,
   o: Pick<ResolvedLimiterOptions, 'timeout' | 'breaker' | 'clock' | 'testClock'>,
-  onBreaker: (open: boolean, error: Error | undefined, ms: number) => void,
+  member: BreakerMember,
 ): StoreCall {
   if (store.local) {
     return {
@@ -48,8 +48,8 @@ export function createStoreCall(
   const held =
     failures > 0
       ? o.testClock
-        ? { breaker: createBreaker(failures, cooldown, onBreaker), release() {} }
-        : sharedBreaker(store, failures, cooldown, onBreaker)
+        ? { breaker: ownBreaker(failures, cooldown, member), release() {} }
+        : sharedBreaker(store, failures, cooldown, member)
       : undefined;
   const breaker: Breaker | undefined = held?.breaker;
   const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
