@@ -48,6 +48,6 @@ export function writeResults(bench, figures) {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const file = join(RESULTS_DIR, `${bench}.json`);
   writeFileSync(file, `${JSON.stringify({ bench, ...stamp(), ...figures }, null, 2)}\n`);
-  console.log(`\nFigures also in ${relative(process.cwd(), file)} (charts: node bench/charts.mjs)`);
+  console.log(`\nFigures also in ${relative(process.cwd(), file)}`);
   return file;
 }
