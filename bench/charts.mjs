@@ -182,10 +182,21 @@ function provenance(r) {
   return [`${String(r.date).slice(0, 16).replace('T', ' ')} UTC · commit ${r.commit}${uncommitted} · ${machine}`, `$ ${r.command}`];
 }
 
-const SLUICE = { 'sluice-redis': '#1f5fbf', 'sluice-memory': '#8ab8e8' };
-const PEERS = ['#e07b39', '#b8321c', '#d9a21b', '#8e5ea2'];
-const CONTROL = '#b5b5b5';
+const BLUE = '#1f5fbf';
 const BENCH = '#555';
+
+/** Colours by name, stable within a chart: sluice's in blues, every other contender a warm colour of its own. */
+function palette(fixed = {}) {
+  const blues = [BLUE, '#3d8fd9', '#7ab6ea', '#b9d7f3'];
+  const warm = ['#e07b39', '#b8321c', '#d9a21b', '#8e5ea2'];
+  const given = new Map(Object.entries(fixed));
+  let b = 0;
+  let w = 0;
+  return (name) => {
+    if (!given.has(name)) given.set(name, name.startsWith('sluice') ? blues[b++ % blues.length] : warm[w++ % warm.length]);
+    return given.get(name);
+  };
+}
 
 // ---------------------------------------------------------------- the charts
 
@@ -194,34 +205,24 @@ const TARGET = 0.85; // issue 3: sluice on Redis at least this share of the bare
 /** bench/http.mjs: ratio to the bare app (median of the rounds' ratios, min–max whiskers), per framework. */
 function httpChart(r) {
   const frameworks = Object.entries(r.frameworks);
-  const peers = [];
-  const colorOf = (row) => {
-    if (row.contender === 'control') return CONTROL;
-    if (SLUICE[row.contender]) return SLUICE[row.contender];
-    if (!peers.includes(row.label)) peers.push(row.label);
-    return PEERS[peers.indexOf(row.label) % PEERS.length];
-  };
-  const drawn = frameworks.map(([framework, rows]) => [framework, rows.filter((row) => row.contender !== 'bare')]);
-  const top = Math.max(1.2, ...drawn.flatMap(([, rows]) => rows.map((row) => row.ratioToBare.max)));
+  const colorOf = palette({ control: '#b5b5b5', 'sluice-redis': BLUE, 'sluice-memory': '#8ab8e8' });
+  const shown = (rows) => rows.filter((row) => row.contender !== 'bare');
+  const top = Math.max(1.2, ...frameworks.flatMap(([, rows]) => shown(rows).map((row) => row.ratioToBare.max)));
   const ticks = linearTicks(top, 6);
-  const width = Math.max(760, 120 + drawn.reduce((n, [, rows]) => n + rows.length * 44 + 40, 0));
+  const width = Math.max(760, 120 + frameworks.reduce((n, [, rows]) => n + shown(rows).length * 50 + 40, 0));
   const left = 60;
   const right = width - 20;
   const plotTop = 115;
   const base = plotTop + 280;
   const y = (v) => base - (v / ticks.at(-1)) * (base - plotTop);
-  const items = [];
-  const seen = new Set();
-  const groups = drawn.map(([framework, rows]) => {
-    const bare = frameworks.find(([f]) => f === framework)[1].find((row) => row.contender === 'bare');
+  const items = new Map(); // label -> legend item, in order of first appearance
+  const groups = frameworks.map(([framework, rows]) => {
+    const bare = rows.find((row) => row.contender === 'bare');
     return {
       label: [framework, bare ? `bare app: ${thousands(bare.requestsPerSecond.median)} req/s` : ''],
-      bars: rows.map((row) => {
-        const color = colorOf(row);
-        if (!seen.has(row.label)) {
-          seen.add(row.label);
-          items.push({ color, label: row.label });
-        }
+      bars: shown(rows).map((row) => {
+        const color = colorOf(row.contender);
+        if (!items.has(row.label)) items.set(row.label, { color, label: row.label });
         const q = row.ratioToBare;
         return { value: q.median, min: q.min, max: q.max, color, label: q.median.toFixed(2) };
       }),
@@ -232,14 +233,14 @@ function httpChart(r) {
     ...groupedBars({ left, right, groups, y, base }),
     // Over the bars, so that a bar's height reads against them.
     line(left, y(1), right, y(1), { stroke: INK, 'stroke-width': 1.5 }),
-    line(left, y(TARGET), right, y(TARGET), { stroke: SLUICE['sluice-redis'], 'stroke-dasharray': '5 4' }),
+    line(left, y(TARGET), right, y(TARGET), { stroke: BLUE, 'stroke-dasharray': '5 4' }),
   ];
-  items.push(
+  const key = legend(left, base + 58, right - left, [
+    ...items.values(),
     { kind: 'line', color: INK, label: 'the bare app (1.00)' },
-    { kind: 'line', color: SLUICE['sluice-redis'], dash: '5 4', label: `target for sluice on Redis (${TARGET})` },
+    { kind: 'line', color: BLUE, dash: '5 4', label: `target for sluice on Redis (${TARGET})` },
     { kind: 'whisker', label: `min–max over ${rounds(r.settings?.rounds)}` },
-  );
-  const key = legend(left, base + 58, right - left, items);
+  ]);
   return page(
     width,
     base + 58 + key.height,
@@ -255,10 +256,8 @@ function httpChart(r) {
 /** bench/core.mjs: decisions/s per contender, one panel per number of calls in flight (their scales differ 40x). */
 function coreChart(r) {
   const inflight = r.inflight ?? [1, 64, 512];
-  const sluiceBlues = ['#1f5fbf', '#3d8fd9', '#7ab6ea', '#b9d7f3'];
-  let s = 0;
-  let p = 0;
-  const colors = r.contenders.map((c) => (c.name.startsWith('sluice') ? sluiceBlues[s++ % 4] : PEERS[p++ % PEERS.length]));
+  const colorOf = palette();
+  const colors = r.contenders.map((c) => colorOf(c.name));
   const panelWidth = Math.max(240, (r.contenders.length + 1) * 36 + 40);
   const gap = 70;
   const left = 70;
@@ -308,9 +307,8 @@ function outageChart(r) {
   const cap = r.settings?.cap ?? Math.max(...r.phases.map((x) => x.max));
   const contenders = [...new Set(r.phases.map((x) => x.contender))];
   const phases = [...new Set(r.phases.map((x) => x.phase))];
-  const colors = contenders.map((c, i) =>
-    c === 'sluice' ? SLUICE['sluice-redis'] : PEERS[(i - (contenders.indexOf('sluice') < i ? 1 : 0)) % PEERS.length],
-  );
+  const colorOf = palette();
+  const colors = contenders.map((c) => colorOf(c));
   const floor = Math.max(0.1, 10 ** Math.floor(Math.log10(Math.min(...r.phases.map((x) => x.p50)))));
   const ticks = logTicks(floor, cap);
   const left = 70;
