@@ -4,6 +4,7 @@
 //   http.svg     ratio to the bare app per framework and contender        (from bench/http.mjs)
 //   core.svg     decisions/s at 1, 64 and 512 calls in flight per contender (from bench/core.mjs)
 //   outage.svg   latency with Redis up, killed and paused per contender    (from bench/outage.mjs)
+//   hotkey.svg   decisions sent to Redis per request, per tier and flood   (from bench/hotkey.mjs)
 // A chart whose results file is missing is skipped (and said so); the others are still drawn.
 // Usage: node bench/charts.mjs [--results bench/results] [--out bench/charts]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -363,12 +364,87 @@ function outageChart(r) {
   );
 }
 
+/** bench/hotkey.mjs: decisions the limiter sent to Redis per request, per mode, one panel per flood. */
+function hotkeyChart(r) {
+  const floods = [...new Set(r.floods.map((f) => f.flood))];
+  const algorithms = [...new Set(r.floods.map((f) => f.algorithm))];
+  const modes = [...new Set(r.floods.flatMap((f) => f.modes.map((m) => m.mode)))];
+  const colorOf = palette({ 'token-bucket': BLUE, 'fixed-window': '#7ab6ea' });
+  const cell = (flood, algorithm, mode) =>
+    r.floods.find((f) => f.flood === flood && f.algorithm === algorithm)?.modes.find((m) => m.mode === mode)?.decisionsSentPerRequest;
+  const all = r.floods.flatMap((f) => f.modes.map((m) => m.decisionsSentPerRequest.max ?? m.decisionsSentPerRequest.median));
+  const ticks = linearTicks(Math.max(1, ...all), 4);
+  const s = r.settings ?? {};
+  const titles = { paced: `paced at ${s.times ?? '?'}x the limit`, closed: `closed loop, ${s.inflight ?? '?'} in flight` };
+  const labelWidth = Math.max(...modes.map((m) => textWidth(m))) + 16;
+  const panelWidth = 300;
+  const gap = 50;
+  const left = 16 + labelWidth;
+  const barHeight = 11;
+  const rowHeight = algorithms.length * barHeight + 12;
+  const plotTop = 135;
+  const bottom = plotTop + modes.length * rowHeight;
+  const width = left + floods.length * panelWidth + (floods.length - 1) * gap + 50;
+  const body = [];
+  modes.forEach((mode, i) => {
+    const mid = plotTop + i * rowHeight + rowHeight / 2;
+    body.push(text(left - 10, mid + 4, mode, { 'text-anchor': 'end', fill: INK }));
+  });
+  floods.forEach((flood, p) => {
+    const x0 = left + p * (panelWidth + gap);
+    const x = (v) => x0 + (v / ticks.at(-1)) * panelWidth;
+    body.push(
+      text(x0 + panelWidth / 2, plotTop - 12, titles[flood] ?? flood, { 'text-anchor': 'middle', 'font-weight': 'bold', fill: INK }),
+    );
+    for (const t of ticks) {
+      body.push(line(x(t), plotTop, x(t), bottom, { stroke: t === 0 ? '#999' : GRID }));
+      body.push(text(x(t), bottom + 14, String(Number(t.toFixed(2))), { 'text-anchor': 'middle', 'font-size': 11, fill: MUTED }));
+    }
+    modes.forEach((mode, i) => {
+      algorithms.forEach((algorithm, a) => {
+        const q = cell(flood, algorithm, mode);
+        if (!q) return;
+        const y = plotTop + i * rowHeight + 6 + a * barHeight;
+        body.push(el('rect', { x: x(0), y, width: Math.max(1, x(q.median) - x(0)), height: barHeight - 1, fill: colorOf(algorithm) }));
+        let end = x(q.median);
+        if (q.min !== undefined && q.max !== undefined && q.max > q.min) {
+          body.push(line(x(q.min), y + barHeight / 2, x(q.max), y + barHeight / 2, { stroke: INK }));
+          end = x(q.max);
+        }
+        body.push(text(end + 4, y + barHeight - 2, q.median.toFixed(3), { 'font-size': 10, fill: INK }));
+      });
+    });
+  });
+  body.push(
+    text(left + (width - left - 50) / 2, bottom + 32, 'decisions sent to Redis per request (1.000: every request a store decision)', {
+      'text-anchor': 'middle',
+      'font-size': 11,
+      fill: MUTED,
+    }),
+  );
+  const key = legend(left, bottom + 56, width - left - 50, [
+    ...algorithms.map((a) => ({ color: colorOf(a), label: `${a} '${s.limit ?? '?'}/1s'` })),
+    { kind: 'whisker', label: `line: min–max over ${rounds(s.rounds)}` },
+  ]);
+  return page(
+    width,
+    bottom + 56 + key.height,
+    'One hot key under a flood: what reaches Redis (lower is cheaper)',
+    [
+      ...provenance(r),
+      `One process, one key; the deny cache, a local prefilter and shards on a 3-master Cluster, side by side; median of ${rounds(s.rounds)} of ${s.seconds ?? '?'} s.`,
+    ],
+    [...body, ...key.out],
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const CHARTS = [
   ['http', httpChart],
   ['core', coreChart],
   ['outage', outageChart],
+  ['hotkey', hotkeyChart],
 ];
 mkdirSync(OUT, { recursive: true });
 let drawn = 0;
