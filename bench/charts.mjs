@@ -11,8 +11,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arg } from './args.mjs';
+import { RESULTS_DIR } from './results.mjs';
 
-const RESULTS = resolve(arg('results', fileURLToPath(new URL('./results/', import.meta.url))));
+const RESULTS = resolve(arg('results', RESULTS_DIR));
 const OUT = resolve(arg('out', fileURLToPath(new URL('./charts/', import.meta.url))));
 
 // ---------------------------------------------------------------- SVG primitives

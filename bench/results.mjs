@@ -19,7 +19,7 @@ const quiet = (file, args, cwd) => {
 };
 
 /** Where and when: the fields every results file opens with. */
-export function stamp() {
+function stamp() {
   // A figure taken on uncommitted code is not the commit's: say how much differs where the code lives.
   const changes = quiet('git', ['status', '--short', '--', 'packages', 'lua'], ROOT);
   return {
