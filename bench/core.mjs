@@ -212,12 +212,31 @@ for (const c of list) {
 const s = stats(rb);
 console.log(`| redis-benchmark, one-decision script, -P 512 | | | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);
 // Ratios within each round: sluice token-bucket over the faster of the two libraries in that round.
+const ratios = {};
 for (const n of [64, 512]) {
-  const ratio = rates[`sluice token-bucket @${n}`].map(
+  ratios[n] = rates[`sluice token-bucket @${n}`].map(
     (tb, r) => tb / Math.max(rates[`rate-limiter-flexible @${n}`][r], rates[`rate-limit-redis @${n}`][r]),
   );
-  const q = stats(ratio);
+  const q = stats(ratios[n]);
   console.log(
     `\ntoken-bucket / faster library @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x)`,
   );
 }
+
+const { writeResults } = await import('./results.mjs');
+const memoryOf = { 'rate-limiter-flexible': 'm-rlf', 'rate-limit-redis': 'm-rlr:' };
+const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
+writeResults('core', {
+  settings: { seconds: SECONDS, rounds: ROUNDS, keys: KEYS },
+  inflight: [1, 64, 512],
+  contenders: list.map((c) => ({
+    name: c.name,
+    scriptUsPerDecision: cpu[c.name],
+    serverCpuUsPerDecision: processCpu[c.name],
+    nodeCpuUsPerDecision: withRounds(nodeCpu[c.name]),
+    memoryBytesPerKey: memory[memoryOf[c.name] ?? `m-${c.name.replace('sluice ', '')}`],
+    decisionsPerSecond: Object.fromEntries([1, 64, 512].map((n) => [n, withRounds(rates[`${c.name} @${n}`])])),
+  })),
+  redisBenchmark: { name: 'redis-benchmark, one-decision script, -P 512', inflight: 512, decisionsPerSecond: withRounds(rb) },
+  tokenBucketOverFasterLibrary: { 64: withRounds(ratios[64]), 512: withRounds(ratios[512]) },
+});

@@ -255,6 +255,45 @@ try {
   }
   const lost = Object.keys(notFromRedis).length > 0 ? JSON.stringify(notFromRedis) : 'none';
   console.log(`\nDecisions not from Redis (the store timed out, fallback or fail-open): ${lost}`);
+
+  const { writeResults } = await import('./results.mjs');
+  const withRounds = (xs) => ({ ...spread(xs), rounds: xs });
+  writeResults('hotkey', {
+    settings: {
+      seconds: SECONDS,
+      warmMs: WARM_MS,
+      rounds: ROUNDS,
+      max: MAX,
+      limit: LIMIT,
+      times: TIMES,
+      inflight: INFLIGHT,
+      shards: SHARDS,
+    },
+    home,
+    decisionsNotFromRedis: notFromRedis,
+    floods: FLOODS.flatMap((flood) =>
+      ALGORITHMS.map((algorithm) => ({
+        flood,
+        algorithm,
+        modes: all
+          .filter((m) => m.algorithm === algorithm)
+          .map((m) => {
+            const rs = results.get(`${flood}|${algorithm}|${m.name}`);
+            const field = (f) => withRounds(rs.map(f));
+            return {
+              mode: m.name,
+              where: m.where,
+              requestsPerSecond: field((x) => x.rps),
+              admittedPerSecond: field((x) => x.admittedPerSecond),
+              scriptCallsPerRequest: field((x) => x.scriptsPerRequest),
+              decisionsSentPerRequest: field((x) => x.sentPerRequest),
+              redisUsPerRequest: field((x) => x.usecPerRequest),
+              perMaster: m.where === 'cluster' ? rs.map((x) => x.perMaster) : undefined,
+            };
+          }),
+      })),
+    ),
+  });
 } finally {
   stopAll();
 }

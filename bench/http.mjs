@@ -310,9 +310,11 @@ console.log(
 );
 console.log(`| --- | --- | ${roundHeads.map(() => '---:').join(' | ')} | ---: | ---: | ---: | ---: | ---: |`);
 const verdicts = [];
+const ratiosOf = {}; // ratiosOf[framework][contender] = one ratio to the bare app per round
 for (const framework of FRAMEWORKS) {
   const bare = runs[framework].bare.map((x) => x.rps);
   const ratios = {};
+  ratiosOf[framework] = ratios;
   for (const contender of CONTENDERS[framework]) {
     const xs = runs[framework][contender].map((x) => x.rps);
     ratios[contender] = xs.map((x, r) => x / bare[r]);
@@ -347,3 +349,32 @@ for (const framework of FRAMEWORKS) {
 }
 if (notes.length > 0) console.log(`\nWARNING: sluice decided some requests without Redis:\n${notes.map((n) => `- ${n}`).join('\n')}`);
 console.log(`\nTargets (ratios are medians of per-round ratios):\n${verdicts.map((v) => `- ${v}`).join('\n')}`);
+
+const { writeResults } = await import('./results.mjs');
+const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
+writeResults('http', {
+  settings: { seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP, connections: CONNECTIONS, keys: KEYS, control: CONTROL },
+  build: taken.hash,
+  minutes,
+  frameworks: Object.fromEntries(
+    FRAMEWORKS.map((framework) => {
+      const rows = CONTENDERS[framework].map((contender) => {
+        const xs = runs[framework][contender];
+        const median = (field) => stats(xs.map((x) => x[field])).median;
+        return {
+          contender,
+          label: LABELS[contender],
+          onRedis: ON_REDIS(contender),
+          requestsPerSecond: withRounds(xs.map((x) => x.rps)),
+          ratioToBare: withRounds(ratiosOf[framework][contender]),
+          serverCpuUsPerRequest: median('cpu'),
+          redisCpuUsPerRequest: ON_REDIS(contender) ? median('redis') : undefined,
+          scriptsPerRequest: ON_REDIS(contender) ? median('scripts') : undefined,
+        };
+      });
+      return [framework, rows];
+    }),
+  ),
+  targets: verdicts,
+  decidedWithoutRedis: notes,
+});

@@ -62,6 +62,13 @@ try {
   console.log(
     `${ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ${Math.round(total / (BATCHES * BATCH)).toLocaleString('en-US')} instructions per decision`,
   );
+  // One file per algorithm: each is its own run (--algorithm picks one).
+  const { writeResults } = await import('./results.mjs');
+  writeResults(`lua-instructions-${ALGORITHM}`, {
+    settings: { algorithm: ALGORITHM, limit: Number(LIMIT), windowMs: Number(WINDOW), batch: BATCH, batches: BATCHES, keys: KEYS },
+    instructions: total,
+    instructionsPerDecision: total / (BATCHES * BATCH),
+  });
 } finally {
   client.disconnect();
   proc.kill('SIGKILL');

@@ -216,6 +216,7 @@ async function main() {
   const opts = { seconds, connections, cap };
   const redis = await redisServer();
   const rows = [];
+  const measured = []; // the rows' figures, for bench/results/outage.json
   const variants = [];
   const fmt = (x) => (x >= cap ? `≥${cap}` : x < 10 ? x.toFixed(1) : x.toFixed(0));
   for (const name of contenders) {
@@ -245,6 +246,7 @@ async function main() {
           .filter(([s]) => s !== '200')
           .map(([s, c]) => `${c}×${s}`)
           .join(' ');
+        measured.push({ contender: name, variant: server.variant, phase, ...r });
         rows.push(
           `| ${name} | ${phase} | ${r.requests} | ${r.rps.toFixed(0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${other || '-'} |`,
         );
@@ -261,6 +263,8 @@ async function main() {
   console.log('| contender | Redis | requests | req/s | p50 ms | p99 ms | max ms | not 200 |');
   console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const r of rows) console.log(r);
+  const { writeResults } = await import('./results.mjs');
+  writeResults('outage', { settings: { seconds, connections, cap, faults, keys: KEYS }, phases: measured });
   process.exit(0);
 }
 
