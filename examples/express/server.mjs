@@ -5,9 +5,10 @@ import { memoryStore, redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
 import express from 'express';
 import { Redis } from 'ioredis';
+import { left, logBreaker, quietErrors } from '../outage-log.mjs';
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
-redis?.on('error', (error) => console.error(`redis: ${error.message}`)); // while it is down, the fail modes decide
+if (redis) quietErrors(redis); // while it is down, the fail modes decide
 // One store for every middleware; without it, each would have its own memory store.
 const store = redis ? redisStore({ client: redis }) : memoryStore();
 
@@ -18,11 +19,11 @@ app.get('/health', (_req, res) => {
   res.send('ok\n');
 });
 
-app.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open' }), (req, res) => {
-  res.send(`hello, ${req.rateLimit.remaining} left this minute\n`);
+app.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open', onEvent: logBreaker }), (req, res) => {
+  res.send(`hello, ${left(req.rateLimit)} this minute\n`);
 });
 
-app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m' }), (_req, res) => {
+app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m', onEvent: logBreaker }), (_req, res) => {
   res.send('logged in\n');
 });
 

@@ -58,7 +58,7 @@ const shared = new WeakMap<object, Map<string, { breaker: Breaker; members: Set<
 function announce(members: Iterable<BreakerMember>, open: boolean, error: Error | undefined, openForMs: number): void {
   const list = [...members];
   if (list.length === 0) return;
-  const prefixes = list.map((m) => m.prefix);
+  const prefixes = [...new Set(list.map((m) => m.prefix))];
   const base = { prefix: prefixes[0] as string, prefixes };
   const event: LimiterEvent = open ? { type: 'breaker-open', ...base, error } : { type: 'breaker-close', ...base, latencyMs: openForMs };
   publish(event, new Set(list.map((m) => m.onEvent)));
