@@ -4,7 +4,11 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/packages', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
+    // The Redis harness is plain ESM shared with bench/ (test/support/redis-harness.mjs): compiled to CommonJS like the tests.
+    '^.+\\.mjs$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } }],
+  },
   moduleNameMapper: {
     '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
     '^@sluice/(core|express|fastify|koa)$': '<rootDir>/packages/$1/src/index.ts',

@@ -17,8 +17,8 @@
 // Usage: pnpm build && node bench/hotkey.mjs [--seconds 2 --rounds 5 --limit 1000 --times 10 --inflight 64]
 import { createLimiter, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
+import { sleep, startCluster } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { startCluster } from './redis-cluster.mjs';
 import { startRedis } from './redis-server.mjs';
 
 const SECONDS = Number(arg('seconds', 2));
@@ -49,7 +49,6 @@ const spread = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
 };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Script calls (EVALSHA + EVAL) and their server time since the last CONFIG RESETSTAT. */
 async function scriptStats(client) {

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
+import { freePort } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { freePort } from './redis-server.mjs';
 
 const ALGORITHM = arg('algorithm', 'tb');
 const LIMIT = arg('limit', '1000');
