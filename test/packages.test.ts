@@ -21,10 +21,8 @@ interface Result {
 
 /** Runs a command to its end; never rejects, so results can be awaited in any order. */
 function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Result> {
-  const t0 = Date.now();
   return new Promise((done) => {
     execFile(file, args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (process.env.TIMING) process.stderr.write(`${((Date.now() - t0) / 1000).toFixed(1)}s ${cwd} ${args.slice(-3).join(' ')}\n`);
       done({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
     });
   });
@@ -183,8 +181,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([...checks.values(), ...installs.values()]);
   await redis?.stop();
-  if (work && !process.env.KEEP) rmSync(work, { recursive: true, force: true });
-});
+  if (work) rmSync(work, { recursive: true, force: true });
+}, 600_000);
 
 function mapsUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
@@ -235,7 +233,7 @@ describe('the packed packages', () => {
     expect(missing).toEqual([]);
   });
 
-  it('the adapters use the one installed @sluice/core, not a copy of their own', async () => {
+  it('the adapters use the one installed @sluice/core, not a copy of their own', () => {
     const lock = JSON.parse(readFileSync(join(work, 'no-redis-client', 'package-lock.json'), 'utf8'));
     const cores = Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/@sluice/core'));
     expect(cores).toEqual(['node_modules/@sluice/core']);
@@ -258,12 +256,12 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
   });
 
   it.each([
-    ['esm', 'an ES module app imports', 'esm'],
-    ['cjs', 'a CommonJS app requires', 'cjs'],
+    ['esm', 'an ES module app imports'],
+    ['cjs', 'a CommonJS app requires'],
   ])(
-    '%s: %s every package, limits, and answers 429 in Express, Fastify and Koa',
-    async (name, _what, build) => {
-      const out = JSON.parse(ok(await check(name), `node ${name}`).stdout);
+    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify and Koa',
+    async (build) => {
+      const out = JSON.parse(ok(await check(build), `node ${build}`).stdout);
       for (const [specifier, file] of Object.entries(out.resolved as Record<string, string>)) {
         expect(relative(dir(), file).split(/[\\/]/).slice(0, 5)).toEqual([
           'node_modules',
