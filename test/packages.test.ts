@@ -19,10 +19,10 @@ interface Result {
   stderr: string;
 }
 
-/** Runs a command to its end; never rejects, so results can be awaited in any order. */
-function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Result> {
+/** Runs a command to its end (or kills it after `timeout` ms); never rejects, so results can be awaited in any order. */
+function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, timeout = 0): Promise<Result> {
   return new Promise((done) => {
-    execFile(file, args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(file, args, { cwd, env, timeout, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       done({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
     });
   });
@@ -291,4 +291,17 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
     },
     600_000,
   );
+
+  // Issue 12: with the tarballs already installed, `npm i ioredis@6` spun at 100% CPU for ten minutes.
+  // It runs after every other test of the file that reads this project, because it changes it.
+  if (project.major === undefined) {
+    it('then adds ioredis 6 in place with a plain `npm install ioredis@6`', async () => {
+      await Promise.all([...checks].filter(([name]) => name.startsWith(`${project.name} `)).map(([, result]) => result));
+      const args = ['install', '--prefer-offline', '--no-audit', '--no-fund', 'ioredis@^6.0.0'];
+      // Minutes on the busiest machine; a resolver that loops is killed here rather than at jest's timeout.
+      ok(await run('npm', args, dir(), npmEnv, 300_000), 'npm install ioredis@6');
+      const manifest = JSON.parse(readFileSync(join(dir(), 'node_modules', 'ioredis', 'package.json'), 'utf8'));
+      expect(Number(manifest.version.split('.')[0])).toBe(6);
+    }, 600_000);
+  }
 });
