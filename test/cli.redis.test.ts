@@ -69,6 +69,20 @@ describe('sluice (the built command)', () => {
     await limiter.close();
   });
 
+  it('with --shards, inspects and resets every shard of a split key', async () => {
+    const prefix = uniquePrefix('cs');
+    const limiter = createLimiter({ prefix, policy: '40/1m', shards: 4, store: redisStore({ client }) });
+    for (let i = 0; i < 24; i++) await limiter.consume('hot');
+    expect((await client.keys(`${prefix}:*`)).length).toBeGreaterThan(1);
+    const args = ['hot', '--redis', server.url, '--prefix', prefix, '--policy', '40/1m'];
+    // Without --shards it reads another counter, one nobody wrote.
+    expect((await inspect(args)).remaining).toBe(40);
+    expect((await inspect([...args, '--shards', '4'])).remaining).toBeLessThan(40);
+    expect(await sluice(['reset', ...args, '--shards', '4'])).toMatchObject({ status: 0, stderr: '' });
+    expect(await client.keys(`${prefix}:*`)).toEqual([]);
+    await limiter.close();
+  });
+
   // Each adapter's counters: app-level under its mount's scope, route-level under 'POST /login'.
   const appScope = { express: '* ', fastify: 'GET /items', koa: '*' } as const;
   const appCount = { express: 4, fastify: 2, koa: 4 } as const; // Fastify's route options replace the app's
@@ -125,6 +139,7 @@ describe('sluice (the built command)', () => {
       ['inspect', 'k', '--policy', '5/1m'],
       ['inspect', 'k', '--redis', url, '--policy', '5/1m', '--bogus'],
       ['inspect', 'not an ip', '--ip', '--redis', url, '--policy', '5/1m'],
+      ['inspect', 'k', '--redis', url, '--policy', '5/1m', '--shards', 'many'],
     ];
     for (const args of bad) {
       const run = await sluice(args);

@@ -23,6 +23,8 @@ export type Command =
       redisUrl: string;
       prefix: string;
       policies: PolicyInput[];
+      /** The limiter's `shards`, when it splits keys. */
+      shards: number | undefined;
     };
 
 export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--policy POLICY ...] [options]
@@ -38,6 +40,7 @@ Options:
   --scope SCOPE     an adapter's counter: the route ('POST /login'; Fastify 'METHOD url'), a \`scope\`
                     option's name, '* ' + mount path for app-level Express ('* ' at the root),
                     '*' for app-level Koa
+  --shards N        the limiter's shards, when it splits hot keys (default 1)
   --ip              KEY is a client IP: group it as the adapters' default key does (IPv6 by /56)
   --help            this text
 
@@ -98,6 +101,7 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
     redisUrl,
     prefix: values.prefix ?? 'sluice',
     policies,
+    shards: values.shards === undefined ? undefined : Number(values.shards),
   };
 }
 
@@ -111,6 +115,7 @@ function parse(argv: readonly string[]) {
       prefix: { type: 'string' },
       policy: { type: 'string', multiple: true },
       scope: { type: 'string' },
+      shards: { type: 'string' },
       ip: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -57,6 +57,7 @@ export async function main(
       limiter = createLimiter({
         policy: command.policies,
         prefix: command.prefix,
+        shards: command.shards,
         store: redisStore({ client }),
         timeout: TIMEOUT_MS,
         breaker: false,
