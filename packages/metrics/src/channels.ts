@@ -74,3 +74,8 @@ export function describe(value: unknown): string {
   const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
   return typeof name === 'string' && name !== '' ? `an object (${name})` : 'an object';
 }
+
+/** The first line of an error's message: a module-not-found error goes on with its require stack. */
+export function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] as string;
+}

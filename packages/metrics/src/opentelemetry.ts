@@ -1,6 +1,6 @@
 import type * as OtelApi from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { DURATION_BUCKETS, describe, HELP, NAMES, subscribeSink } from './channels.js';
+import { DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
 import { loadPeer } from './peer.cjs';
 import type { SluiceMetrics } from './prometheus.js';
 
@@ -38,10 +38,8 @@ function defaultMeter(): OpenTelemetryMeter {
   try {
     api = loadPeer('@opentelemetry/api') as typeof OtelApi;
   } catch (error) {
-    throw new SluiceError(
-      'ERR_SLUICE_PEER',
-      `openTelemetryMetrics() without a meter needs the @opentelemetry/api package (npm install @opentelemetry/api): ${(error as Error).message}`,
-    );
+    const message = `openTelemetryMetrics() without a meter needs the @opentelemetry/api package (npm install @opentelemetry/api): ${firstLine(error)}`;
+    throw Object.assign(new SluiceError('ERR_SLUICE_PEER', message), { cause: error });
   }
   return api.metrics.getMeter('@sluice/metrics') as unknown as OpenTelemetryMeter;
 }

@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type * as PromClient from 'prom-client';
-import { DURATION_BUCKETS, describe, HELP, NAMES, subscribeSink } from './channels.js';
+import { DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
 import { loadPeer } from './peer.cjs';
 
 /** The part of a prom-client Registry that sluice uses: structural, so these types need no prom-client installed. */
@@ -26,10 +26,8 @@ function promClient(): typeof PromClient {
   try {
     return loadPeer('prom-client') as typeof PromClient;
   } catch (error) {
-    throw new SluiceError(
-      'ERR_SLUICE_PEER',
-      `prometheusMetrics() needs the prom-client package (npm install prom-client): ${(error as Error).message}`,
-    );
+    const message = `prometheusMetrics() needs the prom-client package (npm install prom-client): ${firstLine(error)}`;
+    throw Object.assign(new SluiceError('ERR_SLUICE_PEER', message), { cause: error });
   }
 }
 
