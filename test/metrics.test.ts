@@ -1,5 +1,6 @@
 // @sluice/metrics against a real prom-client Registry and a real OpenTelemetry SDK MeterProvider, fed by real
 // limiters on the memory store through the core's diagnostics channels.
+import { channel } from 'node:diagnostics_channel';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { createLimiter, type Decision, SluiceError } from '@sluice/core';
 import { openTelemetryMetrics, prometheusMetrics } from '@sluice/metrics';
@@ -97,6 +98,20 @@ describe('prometheusMetrics', () => {
     await limiter.close();
   });
 
+  it('counts each decision once however often it is scraped, and register.resetMetrics() resets it', async () => {
+    const prefix = uniquePrefix('pr');
+    const limiter = createLimiter({ prefix, policy: '100/1m' });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    expect(await promCount(register, { prefix })).toBe(2);
+    expect(await promCount(register, { prefix })).toBe(2);
+    register.resetMetrics();
+    expect(await promCount(register, { prefix })).toBe(0);
+    await limiter.consume('k');
+    expect(await promCount(register, { prefix })).toBe(1);
+    await limiter.close();
+  });
+
   it('stop() unsubscribes and leaves the registry, so the same registry can take a new one', async () => {
     const prefix = uniquePrefix('pt');
     const limiter = createLimiter({ prefix, policy: '100/1m' });
@@ -104,6 +119,8 @@ describe('prometheusMetrics', () => {
     expect(await promCount(register, { prefix })).toBe(1);
     stop();
     stop(); // idempotent
+    expect(channel('sluice:decision').hasSubscribers).toBe(false);
+    expect(channel('sluice:event').hasSubscribers).toBe(false);
     expect(register.getSingleMetric('sluice_decisions_total')).toBeUndefined();
     const again = prometheusMetrics({ register });
     await limiter.consume('k');
@@ -177,16 +194,21 @@ describe('openTelemetryMetrics', () => {
     await limiter.close();
   });
 
-  it('stop() unsubscribes: later decisions are not recorded', async () => {
+  it('reports cumulative totals at each collection; stop() unsubscribes and stops counting', async () => {
     const prefix = uniquePrefix('ot');
     const limiter = createLimiter({ prefix, policy: '100/1m' });
+    const total = async () =>
+      otelPoints((await reader.collect()).resourceMetrics, 'sluice_decisions_total', prefix).reduce((s, p) => s + Number(p.value), 0);
     await limiter.consume('k');
+    expect(await total()).toBe(1);
+    await limiter.consume('k');
+    expect(await total()).toBe(2);
     stop();
+    expect(channel('sluice:decision').hasSubscribers).toBe(false);
+    expect(channel('sluice:event').hasSubscribers).toBe(false);
     await limiter.consume('k');
-    await limiter.consume('k');
-    const { resourceMetrics } = await reader.collect();
-    const total = otelPoints(resourceMetrics, 'sluice_decisions_total', prefix).reduce((s, p) => s + Number(p.value), 0);
-    expect(total).toBe(1);
+    // The SDK keeps an async instrument's last cumulative value; the decision after stop() is not in it.
+    expect(await total()).toBe(2);
     await limiter.close();
   });
 

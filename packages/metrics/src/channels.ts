@@ -6,10 +6,63 @@ import type { Decision, LimiterEvent } from '@sluice/core';
 /** Whether a decision let the request through. A shadow-mode denial (let through, `shadowed`) is 'denied'. */
 export type Outcome = 'allowed' | 'denied';
 
-/** What a backend records. */
+/** The labels of one sluice_decisions_total series: bounded by configuration, never a key. */
+export interface DecisionLabels {
+  prefix: string;
+  policy: string;
+  outcome: Outcome;
+  source: string;
+}
+
+/** One sluice_decisions_total series: its labels, its count so far, and how much of it a backend has exported. */
+export interface DecisionSeries {
+  readonly labels: DecisionLabels;
+  count: number;
+  exported: number;
+}
+
+/**
+ * The decision counts, by series. A decision costs a few Map lookups and an increment here; the backends read
+ * the totals when they are collected (a scrape, an export), which is rarer than decisions by far.
+ */
+export class DecisionCounts {
+  /** Every series, in the order first seen. */
+  readonly all: DecisionSeries[] = [];
+  private readonly byPrefix = new Map<string, Map<string, DecisionSeries[]>>();
+  /** Slot of each source within a policy's series (allowed first, then denied); grows if a core adds a source. */
+  private readonly sources = new Map<string, number>();
+
+  add(prefix: string, policy: string, outcome: Outcome, source: string): void {
+    let byPolicy = this.byPrefix.get(prefix);
+    if (byPolicy === undefined) {
+      byPolicy = new Map();
+      this.byPrefix.set(prefix, byPolicy);
+    }
+    let slots = byPolicy.get(policy);
+    if (slots === undefined) {
+      slots = [];
+      byPolicy.set(policy, slots);
+    }
+    let index = this.sources.get(source);
+    if (index === undefined) {
+      index = this.sources.size;
+      this.sources.set(source, index);
+    }
+    const slot = index * 2 + (outcome === 'allowed' ? 0 : 1);
+    let series = slots[slot];
+    if (series === undefined) {
+      series = { labels: { prefix, policy, outcome, source }, count: 0, exported: 0 };
+      slots[slot] = series;
+      this.all.push(series);
+    }
+    series.count++;
+  }
+}
+
+/** What a backend records as it happens (the counts it reads from DecisionCounts). */
 export interface MetricsSink {
-  /** One decision; `storeSeconds` is set when the store answered it (source 'store'). */
-  decision(prefix: string, policy: string, outcome: Outcome, source: Decision['source'], storeSeconds: number | undefined): void;
+  /** A decision the store answered (source 'store') took `seconds`. */
+  duration(prefix: string, seconds: number): void;
   /** The breaker of the store under `prefix` opened (true) or closed (false). */
   breaker(prefix: string, open: boolean): void;
 }
@@ -21,8 +74,8 @@ interface DecisionMessage {
   durationMs: number;
 }
 
-/** Feeds `sink` from sluice:decision and sluice:event until the returned function is called (idempotent). */
-export function subscribeSink(sink: MetricsSink): () => void {
+/** Counts decisions into `counts` and feeds `sink` from sluice:decision and sluice:event until the returned function is called (idempotent). */
+export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => void {
   // A prefix's breaker gauge starts at 0 with its first decision, so that a dashboard shows 0, not "no data".
   const seen = new Set<string>();
   const onDecision = (message: unknown) => {
@@ -31,8 +84,8 @@ export function subscribeSink(sink: MetricsSink): () => void {
       seen.add(prefix);
       sink.breaker(prefix, false);
     }
-    const outcome: Outcome = decision.allowed && decision.shadowed !== true ? 'allowed' : 'denied';
-    sink.decision(prefix, decision.policy, outcome, decision.source, decision.source === 'store' ? durationMs / 1000 : undefined);
+    counts.add(prefix, decision.policy, decision.allowed && decision.shadowed !== true ? 'allowed' : 'denied', decision.source);
+    if (decision.source === 'store') sink.duration(prefix, durationMs / 1000);
   };
   const onEvent = (message: unknown) => {
     const event = message as LimiterEvent;

@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type * as PromClient from 'prom-client';
-import { DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
+import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
 import { loadPeer } from './peer.cjs';
 
 /** The part of a prom-client Registry that sluice uses: structural, so these types need no prom-client installed. */
@@ -62,11 +62,21 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     }
   }
   const registers = [register];
+  const counts = new DecisionCounts();
   const decisions = new prom.Counter({
     name: NAMES.decisions,
     help: HELP.decisions,
     labelNames: ['prefix', 'policy', 'outcome', 'source'] as const,
     registers,
+    // At each scrape, what was counted since the last one: as prom-client's own process_cpu_seconds_total,
+    // so that register.resetMetrics() still resets it.
+    collect() {
+      for (const series of counts.all) {
+        if (series.count === series.exported) continue;
+        this.inc({ ...series.labels }, series.count - series.exported);
+        series.exported = series.count;
+      }
+    },
   });
   const duration = new prom.Histogram({
     name: NAMES.duration,
@@ -76,16 +86,15 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     registers,
   });
   const breaker = new prom.Gauge({ name: NAMES.breaker, help: HELP.breaker, labelNames: ['prefix'] as const, registers });
-
-  const unsubscribe = subscribeSink({
-    decision(prefix, policy, outcome, source, storeSeconds) {
-      decisions.inc({ prefix, policy, outcome, source });
-      if (storeSeconds !== undefined) duration.observe({ prefix }, storeSeconds);
+  const unsubscribe = subscribeSink(counts, {
+    duration(prefix, seconds) {
+      duration.observe({ prefix }, seconds);
     },
     breaker(prefix, open) {
       breaker.set({ prefix }, open ? 1 : 0);
     },
   });
+
   return {
     stop() {
       unsubscribe();
