@@ -1,10 +1,11 @@
 // @sluice/metrics against a real prom-client Registry and a real OpenTelemetry SDK MeterProvider, fed by real
 // limiters on the memory store through the core's diagnostics channels.
 import { channel } from 'node:diagnostics_channel';
+import { metrics } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { createLimiter, type Decision, SluiceError } from '@sluice/core';
-import { openTelemetryMetrics, prometheusMetrics } from '@sluice/metrics';
-import { Registry } from 'prom-client';
+import { type OpenTelemetryMeter, openTelemetryMetrics, type PrometheusRegistry, prometheusMetrics } from '@sluice/metrics';
+import { register as globalRegister, Registry } from 'prom-client';
 import { uniquePrefix } from './support/redis';
 
 type Labels = Record<string, string | number>;
@@ -216,5 +217,15 @@ describe('openTelemetryMetrics', () => {
     expect(() => openTelemetryMetrics({ meter: new Map() as never })).toThrow(
       /^meter must be an OpenTelemetry Meter \(metrics\.getMeter\(name\)\), got an object \(Map\)$/,
     );
+  });
+});
+
+describe('types', () => {
+  it("take @opentelemetry/api's Meter and prom-client's global register as they are", () => {
+    // Compile-time: the structural option types accept the real ones (pnpm typecheck fails otherwise).
+    const meter: OpenTelemetryMeter = metrics.getMeter('types');
+    const registry: PrometheusRegistry = globalRegister;
+    expect(typeof meter.createHistogram).toBe('function');
+    expect(typeof registry.registerMetric).toBe('function');
   });
 });
