@@ -37,7 +37,8 @@ describe('metrics through a Redis outage', () => {
       prefix,
       policy: '1000/1h',
       store: redisStore({ client }),
-      timeout: 200,
+      // Wide: a busy machine must not turn a live store's answer into a fallback. A dead one fails at once.
+      timeout: 1000,
       breaker: { failures: 2, cooldown: '300ms' },
     });
     const gauge = async () =>

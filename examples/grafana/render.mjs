@@ -303,9 +303,10 @@ function panel(p) {
   return out.join('\n');
 }
 
+const answered = [...statuses.values()].reduce((a, b) => a + b, 0);
 const caption = [
   `Rendered by examples/grafana/render.mjs from ${scrapes.length} real scrapes of GET /metrics (one a second) of examples/express/server.mjs`,
-  `on Redis under about ${WORKERS * Math.round(1000 / PAUSE_MS)} requests/s; Redis killed at ${KILL_AT} s and restarted at ${RESTART_AT} s (shaded). ` +
+  `on Redis, ${WORKERS} clients sending ${answered} requests (${Math.round(answered / tMax)}/s); Redis killed at ${KILL_AT} s and restarted at ${RESTART_AT} s (shaded). ` +
     `The panels of dashboard.json, their PromQL evaluated by the script: not a Grafana screenshot.`,
 ];
 const svg = [

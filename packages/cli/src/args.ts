@@ -25,6 +25,8 @@ export type Command =
       policies: PolicyInput[];
       /** The limiter's `shards`, when it splits keys. */
       shards: number | undefined;
+      /** --redis names a node of a Redis Cluster. */
+      cluster: boolean;
     };
 
 export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--policy POLICY ...] [options]
@@ -34,6 +36,7 @@ export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--polic
 
 Options:
   --redis URL       redis:// or rediss:// URL of the store (default: $REDIS_URL)
+  --cluster         the URL is one node of a Redis Cluster (ioredis finds the others)
   --prefix NAME     the limiter's prefix (default 'sluice')
   --policy POLICY   the limiter's policy, repeated for several, exactly as the app gives them:
                     '100/1m', or JSON such as '{"limit":5,"window":"15m","algorithm":"sliding-window"}'
@@ -102,6 +105,7 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
     prefix: values.prefix ?? 'sluice',
     policies,
     shards: values.shards === undefined ? undefined : Number(values.shards),
+    cluster: values.cluster === true,
   };
 }
 
@@ -116,6 +120,7 @@ function parse(argv: readonly string[]) {
       policy: { type: 'string', multiple: true },
       scope: { type: 'string' },
       shards: { type: 'string' },
+      cluster: { type: 'boolean' },
       ip: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

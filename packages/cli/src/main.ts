@@ -1,5 +1,5 @@
 import { createLimiter, type Limiter, redisStore, SluiceError } from '@sluice/core';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { type Command, parseCommand, USAGE, UsageError } from './args.js';
 
 /** Where main() writes. */
@@ -13,6 +13,25 @@ const TIMEOUT_MS = 5000;
 
 class StoreFailure extends Error {
   override name = 'StoreFailure';
+}
+
+/** An ioredis client that connects once, when asked, and never queues a command while it is down. */
+function connect(url: string, cluster: boolean): Redis | Cluster {
+  const once = { connectTimeout: TIMEOUT_MS, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null };
+  if (!cluster) return new Redis(url, { ...once, lazyConnect: true });
+  const u = new URL(url);
+  return new Cluster([{ host: u.hostname, port: Number(u.port || 6379) }], {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    clusterRetryStrategy: () => null,
+    slotsRefreshTimeout: TIMEOUT_MS,
+    redisOptions: {
+      ...once,
+      username: decodeURIComponent(u.username) || undefined,
+      password: decodeURIComponent(u.password) || undefined,
+      tls: u.protocol === 'rediss:' ? {} : undefined,
+    },
+  });
 }
 
 /**
@@ -40,17 +59,11 @@ export async function main(
   let limiter: Limiter;
   // The limiter never rejects on a store failure (it answers by its fail mode): keep the store's error to report.
   let storeError: Error | undefined;
-  const client = new Redis(command.redisUrl, {
-    lazyConnect: true,
-    connectTimeout: TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null, // one attempt: a person retries
-  });
+  const client = connect(command.redisUrl, command.cluster);
   // ioredis rejects a failed connect with 'Connection is closed.'; the cause (ECONNREFUSED, WRONGPASS) comes here.
   let connectionError: Error | undefined;
   client.on('error', (error: Error) => {
-    connectionError = error;
+    connectionError ??= error;
   });
   try {
     try {
@@ -86,8 +99,15 @@ export async function main(
       return 0;
     } catch (error) {
       // ioredis' messages name the host and port, never the URL's password.
-      const cause = client.status === 'ready' ? (error as Error) : (connectionError ?? (error as Error));
-      output.err(`sluice: the store failed: ${cause.message.split('\n')[0]}\n`);
+      let cause = (error as Error).message;
+      if (client.status !== 'ready') {
+        // A Cluster says 'None of startup nodes is available' and no more: name the node it was given.
+        const { hostname, port } = new URL(command.redisUrl);
+        cause = command.cluster
+          ? `no answer from the cluster node ${hostname}:${port || 6379}: ${cause}`
+          : (connectionError?.message ?? cause);
+      }
+      output.err(`sluice: the store failed: ${cause.split('\n')[0]}\n`);
       return 1;
     } finally {
       await limiter.close();
