@@ -26,6 +26,29 @@ describe('metrics through a Redis outage', () => {
     await server.stop();
   });
 
+  it('times only the decisions the store answered, not the deny cache', async () => {
+    const register = new Registry();
+    const prom = prometheusMetrics({ register });
+    const prefix = uniquePrefix('md');
+    const limiter = createLimiter({ prefix, policy: '2/1m', store: redisStore({ client }), timeout: 1000 });
+    try {
+      const sources = [];
+      for (let i = 0; i < 5; i++) sources.push((await limiter.consume('k')).source);
+      const fromStore = sources.filter((s) => s === 'store').length;
+      expect(sources.filter((s) => s === 'deny-cache').length).toBeGreaterThan(0);
+      const values = (await register.getSingleMetric('sluice_store_duration_seconds')?.get())?.values ?? [];
+      const count = values.find((v) => (v as { metricName?: string }).metricName === 'sluice_store_duration_seconds_count');
+      expect(count?.value).toBe(fromStore);
+      const decisions = (await register.getSingleMetric('sluice_decisions_total')?.get())?.values ?? [];
+      expect(decisions.find((v) => v.labels.source === 'deny-cache' && v.labels.outcome === 'denied')?.value).toBe(
+        sources.length - fromStore,
+      );
+    } finally {
+      prom.stop();
+      await limiter.close();
+    }
+  });
+
   it('shows the breaker open and the fallback source while Redis is dead, and the store again after', async () => {
     const register = new Registry();
     const prom = prometheusMetrics({ register });
