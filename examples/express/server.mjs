@@ -1,6 +1,7 @@
 // Express with @sluice/express: GET / is limited per client and fails open, POST /login is strict and fails
 // closed to a small per-process limit, GET /health is never limited. Counts in the embedded memory store, or
-// in Redis when REDIS_URL is set (e.g. redis://localhost:6379).
+// in Redis when REDIS_URL is set (e.g. redis://localhost:6379). SLUICE_METRICS=1 serves the limiter's
+// Prometheus metrics on GET /metrics (@sluice/metrics); TRUST_PROXY=1 takes the client from X-Forwarded-For.
 import { memoryStore, redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
 import express from 'express';
@@ -13,11 +14,22 @@ if (redis) quietErrors(redis); // while it is down, the fail modes decide
 const store = redis ? redisStore({ client: redis }) : memoryStore();
 
 const app = express();
-// app.set('trust proxy', 1) behind a proxy, so that the default key (req.ip) is the client's address.
+// Behind a proxy, so that the default key (req.ip) is the client's address and not the proxy's.
+if (process.env.TRUST_PROXY) app.set('trust proxy', Number(process.env.TRUST_PROXY) || process.env.TRUST_PROXY);
 
 app.get('/health', (_req, res) => {
   res.send('ok\n');
 });
+
+if (process.env.SLUICE_METRICS === '1') {
+  // Loaded only when asked: the metrics package and prom-client stay out of an app that does not scrape.
+  const [{ prometheusMetrics }, { register }] = await Promise.all([import('@sluice/metrics'), import('prom-client')]);
+  prometheusMetrics({ register }); // every limiter in this process, through the sluice:* diagnostics channels
+  // Before the limiters, like /health: a scraper is never limited.
+  app.get('/metrics', async (_req, res) => {
+    res.type(register.contentType).send(await register.metrics());
+  });
+}
 
 app.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open', onEvent: logBreaker }), (req, res) => {
   res.send(`hello, ${left(req.rateLimit)} this minute\n`);
