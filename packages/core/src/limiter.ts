@@ -17,9 +17,9 @@ import { createFailMode } from './fail-mode.js';
 import { fallbackTag, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import type { Policy } from './policy.js';
+import type { Policy, PolicyInput } from './policy.js';
+import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
-import { createShards } from './shards.js';
 import type { StoreRequest } from './store.js';
 import { createStoreCall } from './store-call.js';
 
@@ -27,14 +27,31 @@ export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.j
 
 /** A rate limiter. */
 export interface Limiter {
-  /** Charges `cost` (default 1) to `key` if every policy allows it. Never rejects on a store failure. */
-  consume(key: string, options?: { cost?: number }): Promise<Decision>;
-  /** Reads `key` without charging: would a cost of 1 pass now? */
-  peek(key: string): Promise<Decision>;
-  /** Forgets `key` everywhere this limiter counts it. */
-  reset(key: string): Promise<void>;
+  /**
+   * Charges `cost` (default 1) to `key` if every policy allows it: the limiter's, or `policy`, this call's
+   * own (a plan). Never rejects on a store failure.
+   */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
+  peek(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  /**
+   * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
+   * policies and every call policy it has seen lately.
+   */
+  reset(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<void>;
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
+}
+
+/** Options of one consume. */
+export interface ConsumeOptions {
+  /** Units to charge, > 0. Default 1. */
+  cost?: number;
+  /**
+   * This call's policies instead of the limiter's (plans, tiers), one or several: all must pass, atomically.
+   * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
+   */
+  policy?: PolicyInput | PolicyInput[];
 }
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
@@ -50,11 +67,15 @@ const eventChannel = channel('sluice:event');
  */
 export function createLimiter(options: LimiterOptions): Limiter {
   const o = resolveLimiterOptions(options);
-  const { policy: policies, prefix, store, clock, onEvent } = o;
+  const { prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
-  const shards = createShards(policies, o.shards);
+  const setOptions = { shards: o.shards, fallback: o.fallback };
+  const own = o.policy && policySet(o.policy, setOptions, '', 'policy');
+  const calls = createPolicyCache(own, setOptions);
   const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
-  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore({ clock }) : undefined;
+  // The local tiers count on the wall clock as the memory store does (calendar periods need it), or on
+  // the test clock when one is given.
+  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore(o.testClock ? { clock } : {}) : undefined;
 
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
     if (onEvent === undefined && !eventChannel.hasSubscribers) return;
@@ -69,7 +90,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const storeCall = createStoreCall(store, o, (open, error, ms) =>
     emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms }),
   );
-  const failMode = createFailMode(o.failMode, prefix, policies, o.fallback, local, (type, key) => emit({ type, key }));
+  const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
 
@@ -92,10 +113,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * and one promise per call, since it is on every decision's path.
    */
   function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
+    const { shards, policies, id } = attempt.set;
     const tag = shardTag(attempt.tag, shard, shards.count);
+    // A call's policies keep their denials apart from the limiter's and each other's ('{' is in no tag).
+    const denied = id === '' ? tag : `${tag}{${id}`;
     const now = clock();
     if (denyCache && !attempt.peek) {
-      const cached = denyCache.get(tag, attempt.cost, now);
+      const cached = denyCache.get(denied, attempt.cost, now);
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
     if (!storeCall.allow(now)) return withoutStore(attempt);
@@ -111,7 +135,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         try {
           const decision = toDecision(policies, reply, 'store', shards.scales[shard]);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-          if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(tag, attempt.cost, decision, now, replyRetryMs(reply));
+          if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
         } catch (e) {
           // A store's malformed reply, say: the caller hears of it rather than waiting forever.
@@ -123,6 +147,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** consume() with a prefilter or shards. */
   async function consumeTiers(attempt: Attempt): Promise<Decision> {
+    const { shards } = attempt.set;
     if (prefilter) {
       const denied = await prefilter(attempt);
       if (denied) return finish(attempt.key, denied);
@@ -143,42 +168,59 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return d;
     });
 
-  const direct = !prefilter && shards.count === 1;
+  /** The set a call is decided by: its own `policy`, parsed once per distinct input, or the limiter's. */
+  function setOf(policy: unknown): PolicySet {
+    if (policy !== undefined) return calls.get(policy);
+    if (own === undefined) badOption('policy', "given to this call, since the limiter has none (e.g. { policy: '100/1m' })", undefined);
+    return own;
+  }
 
   return {
     consume(key, options) {
       let cost: number;
+      let set: PolicySet;
       try {
         checkKey(key);
-        cost = checkCost(options?.cost, policies);
+        set = setOf(options?.policy);
+        cost = checkCost(options?.cost, set.policies);
       } catch (error) {
         return Promise.reject(error);
       }
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const attempt: Attempt = { key, tag: keyTag(key), cost, peek: false, final: direct };
+      const direct = !prefilter && set.shards.count === 1;
+      const attempt: Attempt = { set, key, tag: keyTag(key), cost, peek: false, final: direct };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async peek(key) {
+    async peek(key, options) {
       checkKey(key);
+      const set = setOf(options?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const decision = decideShard({ key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
+      const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async reset(key) {
+    async reset(key, options) {
       checkKey(key);
       const tag = keyTag(key);
-      if (local) await local.reset([...keysOf(fallbackTag(tag), o.fallback), ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
+      const sets = options?.policy !== undefined ? [setOf(options.policy)] : [...(own ? [own] : []), ...calls.sets()];
+      if (local) {
+        const fallbacks = new Set(sets.flatMap((set) => keysOf(fallbackTag(tag), set.fallback)));
+        await local.reset([...fallbacks, ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
+      }
       // One reset per shard: on a Cluster each shard lives in its own slot.
-      await Promise.all(
-        shards.policies.map((ps, s) => {
-          const t = shardTag(tag, s, shards.count);
-          denyCache?.delete(t);
-          return store.reset(keysOf(t, ps));
-        }),
-      );
+      const byShard = new Map<string, Set<string>>();
+      for (const set of sets) {
+        set.shards.policies.forEach((ps, s) => {
+          const t = shardTag(tag, s, set.shards.count);
+          denyCache?.delete(set.id === '' ? t : `${t}{${set.id}`);
+          let keys = byShard.get(t);
+          if (keys === undefined) byShard.set(t, (keys = new Set()));
+          for (const k of keysOf(t, ps)) keys.add(k);
+        });
+      }
+      await Promise.all([...byShard.values()].map((keys) => store.reset([...keys])));
     },
 
     async close() {
