@@ -215,8 +215,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
         set.shards.policies.forEach((ps, s) => {
           const t = shardTag(tag, s, set.shards.count);
           denyCache?.delete(set.id === '' ? t : `${t}{${set.id}`);
-          let keys = byShard.get(t);
-          if (keys === undefined) byShard.set(t, (keys = new Set()));
+          const keys = byShard.get(t) ?? new Set<string>();
+          byShard.set(t, keys);
           for (const k of keysOf(t, ps)) keys.add(k);
         });
       }
