@@ -3,6 +3,7 @@
 // prefilter, the fallback and shadow mode. Redis itself: test/plans.redis.test.ts.
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
+import type { PolicyInput } from './policy.js';
 import type { Store, StoreRequest } from './store.js';
 
 /** A memory store the limiter treats as remote (deny cache, fail mode in front), recording its requests. */
@@ -43,7 +44,7 @@ describe('consume(key, { policy })', () => {
 
   it('several policies per call are one atomic decision: a denial by either charges neither', async () => {
     const l = createLimiter({ store: memoryStore({ clock }) });
-    const plan = ['10/s', '2/day'];
+    const plan: PolicyInput[] = ['10/s', '2/day'];
     expect((await l.consume('u', { policy: plan })).allowed).toBe(true);
     expect((await l.consume('u', { policy: plan })).allowed).toBe(true);
     const denied = await l.consume('u', { policy: plan });
