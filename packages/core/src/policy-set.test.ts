@@ -60,6 +60,25 @@ describe('consume(key, { policy })', () => {
     expect((await l.consume('u', { policy: { limit: 3, window: 60_000, name: 'other' } })).allowed).toBe(false);
   });
 
+  it('a plan object changed in place is read afresh; an object with a getter (not plain) is parsed each time', async () => {
+    const l = createLimiter({ store: memoryStore({ clock }) });
+    const plan: { limit: number; window: string } = { limit: 1, window: '1h' };
+    expect((await l.consume('u', { policy: plan as PolicyInput })).limit).toBe(1);
+    plan.limit = 5;
+    expect((await l.consume('u', { policy: plan as PolicyInput })).limit).toBe(5);
+    class Plan {
+      constructor(private readonly n: number) {}
+      get limit() {
+        return this.n;
+      }
+      get window() {
+        return '1h';
+      }
+    }
+    expect((await l.consume('v', { policy: new Plan(2) as never })).limit).toBe(2);
+    expect((await l.consume('v', { policy: new Plan(3) as never })).limit).toBe(3);
+  });
+
   it("a rate plan's counters are its own: flipping plans returns to the old plan's counters, not a fresh bucket", async () => {
     const l = createLimiter({ store: memoryStore({ clock }) });
     for (let i = 0; i < 2; i++) await l.consume('u', { policy: '2/1h' });
