@@ -137,6 +137,16 @@ describe('consume(key, { policy })', () => {
     expect(await l.consume('u', { policy: ['1/1h', '9/1d'] })).toMatchObject({ allowed: false, source: 'store' });
   });
 
+  it("the deny cache: an upgraded quota (the same counter, a higher limit) is the store's to decide", async () => {
+    const l = createLimiter({ store: remote(clock), clock: () => now });
+    await l.consume('u', { policy: '1/day' });
+    expect((await l.consume('u', { policy: '1/day' })).source).toBe('store');
+    expect((await l.consume('u', { policy: '1/day' })).source).toBe('deny-cache');
+    expect(await l.consume('u', { policy: '3/day' })).toMatchObject({ allowed: true, source: 'store', remaining: 1 });
+    // The same numbers under another name: its own name in the decision, so not the cached one.
+    expect(await l.consume('u', { policy: { limit: 1, window: 'day', name: 'free' } })).toMatchObject({ source: 'store', policy: 'free' });
+  });
+
   it("failMode closed: the fallback is the call's policies by default, the limiter's fallback when given", async () => {
     const plans = createLimiter({ store: failing, clock });
     expect(await plans.consume('u', { policy: '2/1h' })).toMatchObject({ allowed: true, source: 'fallback', limit: 2 });

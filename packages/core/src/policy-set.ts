@@ -11,8 +11,9 @@ export interface PolicySet {
   /** The local limit while the store is down: the limiter's `fallback` when given, else these policies. */
   readonly fallback: readonly Policy[];
   /**
-   * '' for the limiter's own policies; else their ids, which set a call's denials apart in the deny
-   * cache: one plan's request is never answered from another plan's denial.
+   * '' for the limiter's own policies; else what tells them apart (ids, limits, names), which sets a
+   * call's denials apart in the deny cache: one plan's request is never answered from another plan's
+   * denial, not even by a calendar quota whose counter (id) the plans share.
    */
   readonly id: string;
 }
@@ -52,11 +53,11 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
   // Strings and contents apart, so that no string spells an object's key.
   const strings = new Map<string, PolicySet>();
   const contents = new Map<string, PolicySet>();
-  const ownIds = own?.policies.map((p) => p.id).join(',');
+  const ownId = own && setId(own.policies);
   const build = (input: unknown): PolicySet => {
     const policies = parsePolicies(input, 'policy');
-    const id = policies.map((p) => p.id).join(',');
-    return id === ownIds && own !== undefined ? own : policySet(policies, o, id, 'policy');
+    const id = setId(policies);
+    return id === ownId && own !== undefined ? own : policySet(policies, o, id, 'policy');
   };
   const get = (input: unknown): PolicySet => {
     const string = typeof input === 'string';
@@ -79,6 +80,9 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
     },
   };
 }
+
+/** What sets one set's decisions apart from another's: ids, limits and names ('"' is in none of them). */
+const setId = (policies: readonly Policy[]): string => policies.map((p) => `${p.id}"${p.limit}"${p.name}`).join('"');
 
 /**
  * A key for a policy object, or an array of policies, from its contents; undefined for anything else (a
