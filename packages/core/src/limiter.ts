@@ -204,7 +204,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async reset(key, options) {
       checkKey(key);
       const tag = keyTag(key);
-      const sets = options?.policy !== undefined ? [setOf(options.policy)] : [...(own ? [own] : []), ...calls.sets()];
+      const known = [...(own ? [own] : []), ...calls.sets()];
+      const sets = options?.policy !== undefined ? [setOf(options.policy)] : known;
+      // Every known set's denials of the key go, not only the reset one's: sets share counters (a
+      // policy in two plans, a calendar quota under two limits), and none may deny what the store allows.
+      if (denyCache) {
+        for (const set of known) {
+          for (let s = 0; s < set.shards.count; s++) {
+            const t = shardTag(tag, s, set.shards.count);
+            denyCache.delete(set.id === '' ? t : `${t}{${set.id}`);
+          }
+        }
+      }
       if (local) {
         const fallbacks = new Set(sets.flatMap((set) => keysOf(fallbackTag(tag), set.fallback)));
         await local.reset([...fallbacks, ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
@@ -214,7 +225,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (const set of sets) {
         set.shards.policies.forEach((ps, s) => {
           const t = shardTag(tag, s, set.shards.count);
-          denyCache?.delete(set.id === '' ? t : `${t}{${set.id}`);
           const keys = byShard.get(t) ?? new Set<string>();
           byShard.set(t, keys);
           for (const k of keysOf(t, ps)) keys.add(k);

@@ -147,6 +147,15 @@ describe('consume(key, { policy })', () => {
     expect(await l.consume('u', { policy: { limit: 1, window: 'day', name: 'free' } })).toMatchObject({ source: 'store', policy: 'free' });
   });
 
+  it("the deny cache: a reset under one plan also drops another plan's denials of the counters they share", async () => {
+    const l = createLimiter({ store: remote(clock), clock: () => now });
+    await l.consume('u', { policy: ['1/day', '5/1h'] });
+    await l.consume('u', { policy: ['1/day', '5/1h'] });
+    expect((await l.consume('u', { policy: ['1/day', '5/1h'] })).source).toBe('deny-cache');
+    await l.reset('u', { policy: '1/day' });
+    expect(await l.consume('u', { policy: ['1/day', '5/1h'] })).toMatchObject({ allowed: true, source: 'store' });
+  });
+
   it("failMode closed: the fallback is the call's policies by default, the limiter's fallback when given", async () => {
     const plans = createLimiter({ store: failing, clock });
     expect(await plans.consume('u', { policy: '2/1h' })).toMatchObject({ allowed: true, source: 'fallback', limit: 2 });
