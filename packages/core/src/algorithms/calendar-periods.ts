@@ -97,7 +97,8 @@ interface Cached extends PeriodStarts {
   until: number;
 }
 
-const cache = new Map<string, Cached>();
+/** By period, then zone: no key string to build on every decision. */
+const caches: Record<CalendarPeriod, Map<string, Cached>> = { day: new Map(), week: new Map(), month: new Map() };
 const CACHE_MAX = 1000;
 
 /**
@@ -106,8 +107,8 @@ const CACHE_MAX = 1000;
  * @example periodStarts('day', 'UTC', Date.UTC(2024, 1, 29, 12)).starts[1] === Date.UTC(2024, 1, 29)
  */
 export function periodStarts(period: CalendarPeriod, timeZone: string, t: number): PeriodStarts {
-  const id = `${period} ${timeZone}`;
-  const hit = cache.get(id);
+  const cache = caches[period];
+  const hit = cache.get(timeZone);
   if (hit !== undefined && t >= hit.from && t < hit.until) return hit;
   // The local date at t can only be the period's if t is past the period's start; check, since a
   // transition may put t's local date a day off what a naive guess says.
@@ -121,7 +122,7 @@ export function periodStarts(period: CalendarPeriod, timeZone: string, t: number
   for (let n = 1; n <= 2; n++) starts.push(dayStart(shiftPeriod(first, period, n), timeZone));
   const entry: Cached = { starts, arg: starts.join(' '), from: start, until: starts[2] as number };
   if (cache.size >= CACHE_MAX) cache.clear();
-  cache.set(id, entry);
+  cache.set(timeZone, entry);
   return entry;
 }
 
