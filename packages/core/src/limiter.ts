@@ -135,7 +135,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         try {
           const decision = toDecision(policies, reply, 'store', shards.scales[shard]);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-          if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
+          if (denyCache && !reply.allowed && !attempt.peek) {
+            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), attempt.set.denyHoldMs));
+          }
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
         } catch (e) {
           // A store's malformed reply, say: the caller hears of it rather than waiting forever.

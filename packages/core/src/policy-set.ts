@@ -16,7 +16,15 @@ export interface PolicySet {
    * denial, not even by a calendar quota whose counter (id) the plans share.
    */
   readonly id: string;
+  /**
+   * Longest a store denial is answered from the deny cache: a calendar quota denies until its period ends
+   * (hours), and a reset or top-up made by another process should not wait that long. Else unbounded.
+   */
+  readonly denyHoldMs: number;
 }
+
+/** A quota's denial is held locally for at most a minute. */
+const QUOTA_DENY_HOLD_MS = 60_000;
 
 /** Most distinct policy inputs kept parsed; past it the oldest goes (a plan per user is parsed again). */
 const MAX_SETS = 1000;
@@ -34,7 +42,8 @@ export function policySet(policies: readonly Policy[], o: PolicySetOptions, id: 
   if (o.shards > most) {
     badOption(option, `limits of at least ${o.shards} (the limiter's shards: each needs a share)`, `a limit of ${most}`);
   }
-  return { policies, shards: createShards(policies, o.shards), fallback: o.fallback ?? policies, id };
+  const denyHoldMs = policies.some((p) => p.period !== undefined) ? QUOTA_DENY_HOLD_MS : Number.POSITIVE_INFINITY;
+  return { policies, shards: createShards(policies, o.shards), fallback: o.fallback ?? policies, id, denyHoldMs };
 }
 
 /**
