@@ -53,7 +53,10 @@ export interface LimiterOptions {
   breaker?: false | { failures?: number; cooldown?: Duration };
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. Default none. */
   onEvent?: (event: LimiterEvent) => void;
-  /** Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback). Default performance.now. */
+  /**
+   * Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback); an epoch clock when
+   * calendar quotas are in play. Default performance.now, and Date.now for the prefilter's and fallback's counts.
+   */
   clock?: () => number;
 }
 
@@ -135,9 +138,10 @@ export const LIMITER_OPTIONS = {
   onEvent: { doc: 'hears store errors, breaker changes, fallbacks and denials', check: isFunction } as OptionSpec<
     ((event: LimiterEvent) => void) | undefined
   >,
-  clock: { doc: 'test hook: the local tiers’ ms clock; default performance.now', check: isFunction } as OptionSpec<
-    (() => number) | undefined
-  >,
+  clock: {
+    doc: 'test hook: the local tiers’ ms clock; default performance.now (Date.now for local counts)',
+    check: isFunction,
+  } as OptionSpec<(() => number) | undefined>,
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
 
 /** The names of createLimiter's options. */
