@@ -11,9 +11,10 @@ export interface PolicySet {
   /** The local limit while the store is down: the limiter's `fallback` when given, else these policies. */
   readonly fallback: readonly Policy[];
   /**
-   * '' for the limiter's own policies; else what tells them apart (ids, limits, names), which sets a
-   * call's denials apart in the deny cache: one plan's request is never answered from another plan's
-   * denial, not even by a calendar quota whose counter (id) the plans share.
+   * '' for the limiter's own policies; else a number of this set's own, which sets its denials apart in
+   * the deny cache: one plan's request is never answered from another plan's denial, not even by a
+   * calendar quota whose counter the plans share. A set parsed again (after the cache let it go) gets a
+   * new one, so no denial outlives the set that a reset would have cleared.
    */
   readonly id: string;
   /**
@@ -63,10 +64,10 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
   const strings = new Map<string, PolicySet>();
   const contents = new Map<string, PolicySet>();
   const ownId = own && setId(own.policies);
+  let made = 0;
   const build = (input: unknown): PolicySet => {
     const policies = parsePolicies(input, 'policy');
-    const id = setId(policies);
-    return id === ownId && own !== undefined ? own : policySet(policies, o, id, 'policy');
+    return own !== undefined && setId(policies) === ownId ? own : policySet(policies, o, String(++made), 'policy');
   };
   const get = (input: unknown): PolicySet => {
     const string = typeof input === 'string';
@@ -90,7 +91,7 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
   };
 }
 
-/** What sets one set's decisions apart from another's: ids, limits and names ('"' is in none of them). */
+/** What makes two sets decide alike: ids, limits and names ('"' is in none of them). */
 const setId = (policies: readonly Policy[]): string => policies.map((p) => `${p.id}"${p.limit}"${p.name}`).join('"');
 
 /**
