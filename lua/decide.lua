@@ -3,7 +3,8 @@
 -- KEYS:  one per (decision, policy), in the order of the decisions below.
 -- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
 -- ARGV[2]        P, the number of policy specs that follow
--- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst
+-- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst (a calendar
+--                quota's window is its candidate period starts, a string: see calendar.lua)
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
@@ -24,7 +25,7 @@ local specs = {}
 local nspecs = tonumber(ARGV[2])
 for s = 1, nspecs do
   local b = 2 + (s - 1) * 4
-  specs[s] = { ALGORITHMS[ARGV[b + 1]], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]) }
+  specs[s] = { ALGORITHMS[ARGV[b + 1]], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]) or ARGV[b + 3], tonumber(ARGV[b + 4]) }
 end
 
 local reply = {}

@@ -48,13 +48,24 @@ describe('@sluice/core on a real Redis', () => {
         algorithm: fc.constant('token-bucket' as const),
         burst: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(1.5, 12.75)),
       }),
+      // Calendar quotas beside the others; test/plans.redis.test.ts holds them at period boundaries.
+      fc.record({
+        limit: fc.integer({ min: 1, max: 20 }),
+        window: fc.constantFrom('day' as const, 'week' as const, 'month' as const),
+        timeZone: fc.constantFrom('UTC', 'America/New_York', 'Europe/Berlin', 'Asia/Tokyo'),
+      }),
     );
     await fc.assert(
       fc.asyncProperty(fc.array(policy, { minLength: 1, maxLength: 2 }), fc.array(op, { maxLength: 30 }), async (drawn, ops) => {
         // A sliding log counts at most SLIDING_LOG_MAX units.
-        const policies = drawn.map((p) => (p.algorithm === 'sliding-log' ? { ...p, limit: Math.min(p.limit, 10_000) } : p));
+        const policies = drawn.map((p) =>
+          'algorithm' in p && p.algorithm === 'sliding-log' ? { ...p, limit: Math.min(p.limit, 10_000) } : p,
+        );
         if (policies.length === 2 && policies[0]!.limit === policies[1]!.limit && policies[0]!.window === policies[1]!.window) return;
-        const whole = policies.some((p) => p.algorithm === 'sliding-log');
+        // One quota per period and zone in a set.
+        const zone = (p: (typeof policies)[number]) => ('timeZone' in p ? `${p.window} ${p.timeZone}` : undefined);
+        if (policies.length === 2 && zone(policies[0]!) !== undefined && zone(policies[0]!) === zone(policies[1]!)) return;
+        const whole = policies.some((p) => 'algorithm' in p && p.algorithm === 'sliding-log');
         let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
         const clock = () => now;
         const prefix = unique();

@@ -242,4 +242,30 @@ describe('shards on a Redis Cluster', () => {
       client.disconnect();
     }
   });
+
+  it("per-call plans with a calendar quota, sharded: each plan's limits, never over, one slot per shard", async () => {
+    const client = new Cluster(cluster.startupNodes());
+    try {
+      const limiter = createLimiter({ shards: 4, store: redisStore({ client }), prefix: unique(), timeout: 2000 });
+      const free = ['50/1m', { limit: 40, window: 'day', timeZone: 'Europe/Berlin' }] as const;
+      const pro = ['500/1m', '200/month'] as const;
+      const [a, b] = await Promise.all([
+        Promise.all(Array.from({ length: 80 }, () => limiter.consume('tenant-a', { policy: [...free] }))),
+        Promise.all(Array.from({ length: 250 }, () => limiter.consume('tenant-b', { policy: [...pro] }))),
+      ]);
+      for (const [decisions, most] of [
+        [a, 40],
+        [b, 200],
+      ] as const) {
+        expect(decisions.every((d) => d.source === 'store' || d.source === 'deny-cache')).toBe(true);
+        const admitted = decisions.filter((d) => d.allowed).length;
+        expect(admitted).toBeLessThanOrEqual(most);
+        expect(admitted).toBeGreaterThanOrEqual(most * 0.9);
+      }
+      expect(a[0]!.policies.map((p) => p.name)).toEqual(['50-per-60s', '40-per-day@Europe/Berlin']);
+      expect(b.find((d) => !d.allowed)?.policy).toBe('200-per-month');
+    } finally {
+      client.disconnect();
+    }
+  });
 });

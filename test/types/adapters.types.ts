@@ -69,6 +69,17 @@ declare const decisionSink: (d: Decision | undefined) => void;
   // @ts-expect-error timeWindow is @fastify/rate-limit's spelling, not express-rate-limit's
   expressRateLimit({ max: 5, timeWindow: '1 minute' });
   expressRateLimit({ policy: '10/1m', cost: 2 });
+  // Plans: a policy per request, sync or async, also over a shared limiter; calendar quotas.
+  const plans = { free: ['10/s', '1000/day'], pro: ['100/s', { limit: 50_000, window: 'month', timeZone: 'Europe/Berlin' }] } as const;
+  expressRateLimit({ policy: (req) => [...plans[req.get('x-plan') === 'pro' ? 'pro' : 'free']] });
+  expressRateLimit({ policy: async (req) => (req.ip === undefined ? '1/s' : '10/s') });
+  expressRateLimit({ limiter: createLimiter({ store: undefined }), policy: () => '1000/day' });
+  // @ts-expect-error the policy function gets an Express Request
+  expressRateLimit({ policy: (req) => req.nope });
+  // @ts-expect-error the policy function returns policies
+  expressRateLimit({ policy: () => 100 });
+  // @ts-expect-error a calendar window takes no algorithm
+  expressRateLimit({ policy: { limit: 5, window: 'day', algorithm: 'fixed-window' } });
 }
 
 // ------------------------------------------------------------------ Fastify
@@ -96,6 +107,12 @@ async function fastifyTypes() {
     return { remaining: request.rateLimit?.remaining };
   });
   app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+  await app.register(fastifyRateLimit, { policy: (request) => (request.headers['x-plan'] === 'pro' ? '100/s' : '10/s') });
+  app.get(
+    '/plan',
+    { config: { rateLimit: { policy: async (request) => [request.ip === '' ? '1/s' : '2/s', '1000/day'] } } },
+    async () => 'ok',
+  );
   app.get('/spelled', { config: { rateLimit: { max: 5, timeWindow: '1 minute' } } }, async () => 'ok');
 
   // Fastify infers a route's ContextConfig generic from the literal, so `app.get(path, { config: { rateLimit: true } })`
@@ -129,6 +146,9 @@ void fastifyTypes;
   app.proxy = true;
   app.use(koaRateLimit({ policy: '100/1m' }));
   app.use(koaRateLimitDefault({ policy: '100/1m', headers: 'legacy' }));
+  app.use(koaRateLimit({ policy: (ctx) => (ctx.get('x-plan') === 'pro' ? '100/s' : { limit: 1000, window: 'week' }) }));
+  // @ts-expect-error the policy function returns policies, not a Koa status
+  app.use(koaRateLimit({ policy: (ctx) => ctx.status }));
   const router = new Router();
   router.post('/login', koaRateLimit({ policy: '5/15m', failMode: 'closed' }), (ctx) => {
     const decision: Decision | undefined = ctx.state.rateLimit;

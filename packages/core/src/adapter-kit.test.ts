@@ -158,6 +158,34 @@ describe('mergeHttpOptions', () => {
     });
     expect(() => mergeHttpOptions<Record<string, unknown>>({ limiter }, { policy: '5/1m' })).toThrow(/limiter must be absent on the app/);
   });
+  it("a route's policy function is the request's, so it may go over an app's limiter", () => {
+    const limiter = createLimiter({ policy: '1/1m' });
+    const plan = () => '5/1m';
+    expect(mergeHttpOptions<Record<string, unknown>>({ limiter, scope: 's' }, { policy: plan })).toEqual({
+      limiter,
+      scope: 's',
+      policy: plan,
+    });
+  });
+});
+
+describe('httpLimit with a policy function', () => {
+  it('each request is limited by the policies its function returns, sync or async, also over a shared limiter', async () => {
+    type PlanReq = Req & { plan: string };
+    const plans: Record<string, string> = { free: '1/1m', pro: '3/1m' };
+    const sync = httpLimit<PlanReq>({ policy: (req) => plans[req.plan] as '1/1m', key: (req) => String(req.id) });
+    const shared = createLimiter({ store: memoryStore() });
+    const async = httpLimit<PlanReq>({ limiter: shared, policy: async (req) => plans[req.plan] as '1/1m', key: (req) => String(req.id) });
+    for (const limit of [sync, async]) {
+      const check = (req: PlanReq) => limit.check(req, 'GET /', ipOf(req));
+      expect((await check({ id: 1, plan: 'free' }))?.limited).toBe(false);
+      expect((await check({ id: 1, plan: 'free' }))?.limited).toBe(true);
+      const pro = await check({ id: 2, plan: 'pro' });
+      expect(pro?.headers['RateLimit-Policy']).toBe('"3-per-60s";q=3;w=60');
+      expect(pro?.decision.remaining).toBe(2);
+    }
+    await expect(sync.check({ id: 3, plan: 'none' }, 'GET /', () => undefined)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
+  });
 });
 
 describe('stackHeaders', () => {

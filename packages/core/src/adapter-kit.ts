@@ -6,7 +6,7 @@ import { badOption, describe, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
-import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+import { type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
 import { LIMITER_OPTION_NAMES } from './limiter-options.js';
 import { checkNames, isFunction, type OptionSpec, resolve } from './options.js';
 import type { PolicyInput } from './policy.js';
@@ -16,10 +16,16 @@ type Awaitable<T> = T | Promise<T>;
 /** A 429 body: a string is sent as text/plain, an object as JSON. */
 export type LimitedBody = string | Record<string, unknown>;
 
+/** A request's own policies (its plan): one policy or several, chosen from the request; may be async. */
+export type PolicyOf<Req> = (req: Req) => Awaitable<PolicyInput | PolicyInput[]>;
+
 /** The options every adapter takes, for a request type `Req`, but where its policy comes from. */
 export interface HttpLimitOptions<Req> extends Omit<Partial<LimiterOptions>, 'policy'> {
-  /** One policy, or several (as in createLimiter). Give this, or `limiter`. */
-  policy?: PolicyInput | PolicyInput[];
+  /**
+   * One policy, or several (as in createLimiter), or a function of the request that returns them (per
+   * plan: `(req) => plans[req.user.plan]`, may be async; also with a shared `limiter`). Give this, or `limiter`.
+   */
+  policy?: PolicyInput | PolicyInput[] | PolicyOf<Req>;
   /** A limiter to use (and share) instead of limiter options. Default: one made from the limiter options. */
   limiter?: Limiter;
   /** The client's key. Default: the client IP as the framework resolves it (trust-proxy aware), see ipv6Subnet. */
@@ -41,7 +47,7 @@ export interface HttpLimitOptions<Req> extends Omit<Partial<LimiterOptions>, 'po
 }
 
 /** Where an adapter's policy comes from, for types: `policy` or a shared `limiter` (a middleware without either does not type-check). */
-export type PolicyGiven = { policy: PolicyInput | PolicyInput[] } | { limiter: Limiter };
+export type PolicyGiven<Req> = { policy: PolicyInput | PolicyInput[] | PolicyOf<Req> } | { limiter: Limiter };
 
 /** The option spellings of the middlewares users switch from: express-rate-limit and @fastify/rate-limit. */
 export interface PeerSpellings<Req> {
@@ -223,8 +229,10 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
   const mode = headersMode(o, a.headers);
 
   let limiter = a.limiter;
+  // A policy function is the request's: each call passes what it returns, and the limiter has none.
+  const policyOf = typeof o.policy === 'function' ? (o.policy as PolicyOf<Req>) : undefined;
   const limiterOptions: Record<string, unknown> = {};
-  for (const name of LIMITER_OPTION_NAMES) if (o[name] !== undefined) limiterOptions[name] = o[name];
+  for (const name of LIMITER_OPTION_NAMES) if (o[name] !== undefined && !(name === 'policy' && policyOf)) limiterOptions[name] = o[name];
   const policy = peerPolicy(o);
   if (policy !== undefined) limiterOptions.policy = policy;
   if (limiter !== undefined) {
@@ -232,7 +240,9 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
     if (extra.length > 0)
       badOption(extra[0] as string, 'absent when limiter is given (set it on the limiter)', limiterOptions[extra[0] as string]);
   } else {
-    if (limiterOptions.policy === undefined) badOption('policy', "given (e.g. '100/1m'), or limiter, or windowMs with limit", undefined);
+    if (limiterOptions.policy === undefined && policyOf === undefined) {
+      badOption('policy', "given (e.g. '100/1m' or (req) => plans[req.user.plan]), or limiter, or windowMs with limit", undefined);
+    }
     limiter = createLimiter(limiterOptions as unknown as LimiterOptions);
   }
   const theLimiter = limiter;
@@ -253,8 +263,16 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
       }
       const counter = scope ?? route;
       const price = cost === undefined ? undefined : call(cost, req, 'ERR_SLUICE_COST', 'cost');
-      const charge =
+      let charge: ConsumeOptions | undefined =
         price === undefined ? undefined : { cost: typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost') };
+      if (policyOf !== undefined) {
+        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy');
+        const policy =
+          typeof (chosen as Promise<unknown> | undefined)?.then === 'function'
+            ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy')
+            : chosen;
+        charge = { ...charge, policy: policy as PolicyInput | PolicyInput[] };
+      }
       const decision = await theLimiter.consume(scopedKey(counter, client), charge);
       return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
     },
@@ -330,7 +348,11 @@ export function mergeHttpOptions<T extends object>(app: T, route: Partial<T>): T
   const given = (name: string) => r[name] !== undefined;
   if (Object.keys(r).some((n) => given(n) && POLICY_OPTIONS.has(n))) for (const n of POLICY_OPTIONS) delete merged[n];
   if (given('limiter')) for (const n of LIMITER_OPTION_NAMES) delete merged[n];
-  else if (LIMITER_OPTION_NAMES.some(given) && merged.limiter !== undefined) {
+  // A policy function is the request's, not the limiter's: a route may give one over an app's limiter.
+  else if (
+    LIMITER_OPTION_NAMES.some((n) => given(n) && !(n === 'policy' && typeof r.policy === 'function')) &&
+    merged.limiter !== undefined
+  ) {
     badOption('limiter', 'absent on the app when a route sets limiter options: give the app a store instead', 'a Limiter');
   }
   if (given('key')) delete merged.keyGenerator;

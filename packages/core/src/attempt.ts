@@ -1,5 +1,9 @@
+import type { PolicySet } from './policy-set.js';
+
 /** One consume or peek on its way through the limiter's stages. */
 export interface Attempt {
+  /** The policies it is decided by: the limiter's, or the call's own. */
+  readonly set: PolicySet;
   /** The caller's key. */
   readonly key: string;
   /** Its hash-tag body (keyTag). */

@@ -60,7 +60,7 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     entries.push({
       name: p.name,
       limit: p.limit,
-      windowMs: p.windowMs,
+      windowMs: s.windowMs ?? p.windowMs,
       remaining,
       resetMs: s.resetMs,
       retryAfterMs,

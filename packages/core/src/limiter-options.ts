@@ -28,15 +28,18 @@ export interface LimiterEvent {
 
 /** Options of createLimiter(). */
 export interface LimiterOptions {
-  /** One policy, or several: a request passes only if all pass, atomically; a denial charges none. */
-  policy: PolicyInput | PolicyInput[];
+  /**
+   * One policy, or several: a request passes only if all pass, atomically; a denial charges none.
+   * Required, unless every consume gives its own `policy` (plans chosen per request).
+   */
+  policy?: PolicyInput | PolicyInput[];
   /** Where counters live. Default memoryStore(): embedded, one process. */
   store?: Store;
   /** Key namespace: non-empty, printable, no braces or spaces. Default 'sluice'. */
   prefix?: string;
   /** When the store fails or times out: 'open' allows, 'closed' asks the local fallback. Default 'closed'. */
   failMode?: FailMode;
-  /** The local per-process limit used while the store is down (failMode 'closed'). Default: policy. */
+  /** The local per-process limit used while the store is down (failMode 'closed'). Default: the call's policies. */
   fallback?: PolicyInput | PolicyInput[];
   /** ms budget for one store call. Default 50. */
   timeout?: number;
@@ -52,7 +55,10 @@ export interface LimiterOptions {
   breaker?: false | { failures?: number; cooldown?: Duration };
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. Default none. */
   onEvent?: (event: LimiterEvent) => void;
-  /** Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback). Default performance.now. */
+  /**
+   * Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback); an epoch clock when
+   * calendar quotas are in play. Default performance.now, and Date.now for the prefilter's and fallback's counts.
+   */
   clock?: () => number;
 }
 
@@ -62,7 +68,10 @@ const BREAKER = { failures: 5, cooldown: 500 };
 
 /** createLimiter's options, each once: its default, its check, its doc line. */
 export const LIMITER_OPTIONS = {
-  policy: { doc: 'one policy or several, all of which must pass', check: (v, n) => parsePolicies(v, n) },
+  policy: {
+    doc: 'one policy or several, all of which must pass; required unless each consume gives its own',
+    check: (v, n) => parsePolicies(v, n),
+  } as OptionSpec<Policy[] | undefined>,
   store: {
     doc: 'where counters live; default memoryStore()',
     check: (v, n) => {
@@ -88,9 +97,10 @@ export const LIMITER_OPTIONS = {
       return v;
     },
   } as OptionSpec<FailMode>,
-  fallback: { doc: 'the local limit while the store is down; default policy', check: (v, n) => parsePolicies(v, n) } as OptionSpec<
-    Policy[] | undefined
-  >,
+  fallback: {
+    doc: "the local limit while the store is down; default the call's policies",
+    check: (v, n) => parsePolicies(v, n),
+  } as OptionSpec<Policy[] | undefined>,
   timeout: {
     doc: 'ms budget for one store call; default 50',
     default: 50,
@@ -130,9 +140,10 @@ export const LIMITER_OPTIONS = {
   onEvent: { doc: 'hears store errors, breaker changes, fallbacks and denials', check: isFunction } as OptionSpec<
     ((event: LimiterEvent) => void) | undefined
   >,
-  clock: { doc: 'test hook: the local tiers’ ms clock; default performance.now', check: isFunction } as OptionSpec<
-    (() => number) | undefined
-  >,
+  clock: {
+    doc: 'test hook: the local tiers’ ms clock; default performance.now (Date.now for local counts)',
+    check: isFunction,
+  } as OptionSpec<(() => number) | undefined>,
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
 
 /** The names of createLimiter's options. */
@@ -144,11 +155,10 @@ function shardCount(v: unknown, n: string): number {
 }
 
 /** A limiter's options, checked and with defaults applied. */
-export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPTIONS>, 'store' | 'fallback' | 'clock'> {
+export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPTIONS>, 'store' | 'clock'> {
   /** The store to use; `ownStore` when the limiter made it (and closes it). */
   store: Store;
   ownStore: boolean;
-  fallback: Policy[];
   clock: () => number;
   /** The caller gave its own clock (tests): the breaker is then the limiter's own. */
   testClock: boolean;
@@ -159,14 +169,14 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
   const o = resolve(LIMITER_OPTIONS, options);
-  if (o.policy === undefined) badOption('policy', "given (e.g. '100/1m')", undefined);
-  const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
-  if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
+  if (o.policy !== undefined) {
+    const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
+    if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
+  }
   return {
     ...o,
     store: o.store ?? memoryStore(),
     ownStore: o.store === undefined,
-    fallback: o.fallback ?? o.policy,
     clock: o.clock ?? (() => performance.now()),
     testClock: o.clock !== undefined,
   };

@@ -12,15 +12,15 @@ import { performance } from 'node:perf_hooks';
 import type { Attempt } from './attempt.js';
 import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
-import { describe, SluiceError } from './errors.js';
+import { badOption, describe, SluiceError } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
 import { fallbackTag, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import type { Policy } from './policy.js';
+import type { Policy, PolicyInput } from './policy.js';
+import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
-import { createShards } from './shards.js';
 import type { StoreRequest } from './store.js';
 import { createStoreCall } from './store-call.js';
 
@@ -28,14 +28,31 @@ export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.j
 
 /** A rate limiter. */
 export interface Limiter {
-  /** Charges `cost` (default 1) to `key` if every policy allows it. Never rejects on a store failure. */
-  consume(key: string, options?: { cost?: number }): Promise<Decision>;
-  /** Reads `key` without charging: would a cost of 1 pass now? */
-  peek(key: string): Promise<Decision>;
-  /** Forgets `key` everywhere this limiter counts it. */
-  reset(key: string): Promise<void>;
+  /**
+   * Charges `cost` (default 1) to `key` if every policy allows it: the limiter's, or `policy`, this call's
+   * own (a plan). Never rejects on a store failure.
+   */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
+  peek(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  /**
+   * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
+   * policies and every call policy it has seen lately.
+   */
+  reset(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<void>;
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
+}
+
+/** Options of one consume. */
+export interface ConsumeOptions {
+  /** Units to charge, > 0. Default 1. */
+  cost?: number;
+  /**
+   * This call's policies instead of the limiter's (plans, tiers), one or several: all must pass, atomically.
+   * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
+   */
+  policy?: PolicyInput | PolicyInput[];
 }
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
@@ -49,19 +66,22 @@ const decisionChannel = channel('sluice:decision');
  */
 export function createLimiter(options: LimiterOptions): Limiter {
   const o = resolveLimiterOptions(options);
-  const { policy: policies, prefix, store, clock, onEvent } = o;
+  const { prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
-  const shards = createShards(policies, o.shards);
-  const capacity = capacityOf(shards.policies);
+  const setOptions = { shards: o.shards, fallback: o.fallback };
+  const own = o.policy && policySet(o.policy, setOptions, '', 'policy');
+  const calls = createPolicyCache(own, setOptions);
   const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
-  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore({ clock }) : undefined;
+  // The local tiers count on the wall clock as the memory store does (calendar periods need it), or on
+  // the test clock when one is given.
+  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore(o.testClock ? { clock } : {}) : undefined;
 
   const hooks = [onEvent];
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
     if (eventsHeard(onEvent)) publish({ prefix, ...event }, hooks);
   };
   const storeCall = createStoreCall(store, o, { prefix, onEvent });
-  const failMode = createFailMode(o.failMode, prefix, policies, o.fallback, local, (type, key) => emit({ type, key }));
+  const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
 
@@ -84,10 +104,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * and one promise per call, since it is on every decision's path.
    */
   function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
+    const { shards, policies, id } = attempt.set;
     const tag = shardTag(attempt.tag, shard, shards.count);
+    // A call's policies keep their denials apart from the limiter's and each other's ('{' is in no tag).
+    const denied = id === '' ? tag : `${tag}{${id}`;
     const now = clock();
     if (denyCache && !attempt.peek) {
-      const cached = denyCache.get(tag, attempt.cost, now);
+      const cached = denyCache.get(denied, attempt.cost, now);
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
     if (!storeCall.allow(now)) return withoutStore(attempt);
@@ -103,7 +126,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         try {
           const decision = toDecision(policies, reply, 'store', shards.scales[shard]);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-          if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(tag, attempt.cost, decision, now, replyRetryMs(reply));
+          if (denyCache && !reply.allowed && !attempt.peek) {
+            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), attempt.set.denyHoldMs));
+          }
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
         } catch (e) {
           // A store's malformed reply, say: the caller hears of it rather than waiting forever.
@@ -115,6 +140,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** consume() with a prefilter or shards. */
   async function consumeTiers(attempt: Attempt): Promise<Decision> {
+    const { shards } = attempt.set;
     if (prefilter) {
       const denied = await prefilter(attempt);
       if (denied) return finish(attempt.key, denied);
@@ -135,42 +161,69 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return d;
     });
 
-  const direct = !prefilter && shards.count === 1;
+  /** The set a call is decided by: its own `policy`, parsed once per distinct input, or the limiter's. */
+  function setOf(policy: unknown): PolicySet {
+    if (policy !== undefined) return calls.get(policy);
+    if (own === undefined) badOption('policy', "given to this call, since the limiter has none (e.g. { policy: '100/1m' })", undefined);
+    return own;
+  }
 
   return {
     consume(key, options) {
       let cost: number;
+      let set: PolicySet;
       try {
         checkKey(key);
-        cost = checkCost(options?.cost, policies, capacity);
+        set = setOf(options?.policy);
+        cost = checkCost(options?.cost, set.policies, set.capacity);
       } catch (error) {
         return Promise.reject(error);
       }
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const attempt: Attempt = { key, tag: keyTag(key), cost, peek: false, final: direct };
+      const direct = !prefilter && set.shards.count === 1;
+      const attempt: Attempt = { set, key, tag: keyTag(key), cost, peek: false, final: direct };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async peek(key) {
+    async peek(key, options) {
       checkKey(key);
+      const set = setOf(options?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const decision = decideShard({ key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
+      const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async reset(key) {
+    async reset(key, options) {
       checkKey(key);
       const tag = keyTag(key);
-      if (local) await local.reset([...keysOf(fallbackTag(tag), o.fallback), ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
+      const known = [...(own ? [own] : []), ...calls.sets()];
+      const sets = options?.policy !== undefined ? [setOf(options.policy)] : known;
+      // Every known set's denials of the key go, not only the reset one's: sets share counters (a
+      // policy in two plans, a calendar quota under two limits), and none may deny what the store allows.
+      if (denyCache) {
+        for (const set of known) {
+          for (let s = 0; s < set.shards.count; s++) {
+            const t = shardTag(tag, s, set.shards.count);
+            denyCache.delete(set.id === '' ? t : `${t}{${set.id}`);
+          }
+        }
+      }
+      if (local) {
+        const fallbacks = new Set(sets.flatMap((set) => keysOf(fallbackTag(tag), set.fallback)));
+        await local.reset([...fallbacks, ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
+      }
       // One reset per shard: on a Cluster each shard lives in its own slot.
-      await Promise.all(
-        shards.policies.map((ps, s) => {
-          const t = shardTag(tag, s, shards.count);
-          denyCache?.delete(t);
-          return store.reset(keysOf(t, ps));
-        }),
-      );
+      const byShard = new Map<string, Set<string>>();
+      for (const set of sets) {
+        set.shards.policies.forEach((ps, s) => {
+          const t = shardTag(tag, s, set.shards.count);
+          const keys = byShard.get(t) ?? new Set<string>();
+          byShard.set(t, keys);
+          for (const k of keysOf(t, ps)) keys.add(k);
+        });
+      }
+      await Promise.all([...byShard.values()].map((keys) => store.reset([...keys])));
     },
 
     async close() {
@@ -189,19 +242,7 @@ function checkKey(key: unknown): string {
   return key;
 }
 
-/** The largest cost that can ever pass: the smallest capacity of any policy (of any shard). */
-function capacityOf(shards: readonly (readonly Policy[])[]): { cost: number; policy: Policy } {
-  let least: { cost: number; policy: Policy } | undefined;
-  for (const ps of shards) {
-    for (const p of ps) {
-      const cost = p.algorithm === 'token-bucket' ? p.burst : p.limit;
-      if (least === undefined || cost < least.cost) least = { cost, policy: p };
-    }
-  }
-  return least as { cost: number; policy: Policy };
-}
-
-function checkCost(cost: unknown, policies: readonly Policy[], capacity: { cost: number; policy: Policy }): number {
+function checkCost(cost: unknown, policies: readonly Policy[], capacity: PolicySet['capacity']): number {
   if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
     throw new SluiceError('ERR_SLUICE_COST', `cost must be a positive finite number, got ${describe(cost)}`);

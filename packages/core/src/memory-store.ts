@@ -84,9 +84,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       }
     }
     for (let i = 0; i < n; i++) {
-      const { remaining, resetMs, retryAfterMs, next } = steps[i]!;
+      const { remaining, resetMs, retryAfterMs, next, windowMs } = steps[i]!;
       if (next) write(keys[i]!, next.state, now + next.ttlMs);
-      states.push({ remaining, resetMs, retryAfterMs });
+      states.push(windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs });
     }
     return { allowed, states };
   }

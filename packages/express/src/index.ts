@@ -42,7 +42,7 @@ const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'l
 export type ExpressRateLimitOptions = HttpLimitOptions<Request> &
   ExpressPeers &
   ExpressOwnOptions &
-  (PolicyGiven | { limit: number } | { max: number });
+  (PolicyGiven<Request> | { limit: number } | { max: number });
 
 /**
  * Express middleware. On an app or router it counts everything under its mount per client; on a route

@@ -38,7 +38,7 @@ export interface FastifyPluginOwnOptions {
  */
 export type FastifyRateLimitOptions = FastifyRateLimitRouteOptions &
   FastifyPluginOwnOptions &
-  (PolicyGiven | { max: number } | { global: false });
+  (PolicyGiven<FastifyRequest> | { max: number } | { global: false });
 
 const ROUTE_OPTIONS = {
   onLimited: { doc: 'answers a limited request instead of the 429 error', check: isFunction } as OptionSpec<

@@ -28,7 +28,7 @@ const KOA_OPTIONS = {
 };
 
 /** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. A policy or a limiter is required. */
-export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & PolicyGiven;
+export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & PolicyGiven<Context>;
 
 /**
  * Koa middleware, for an app or a @koa/router route (`router.post('/login', rateLimit(opts), handler)`,

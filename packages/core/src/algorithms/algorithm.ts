@@ -9,6 +9,8 @@ export interface StepResult<S> {
   retryAfterMs: number;
   /** Set when the step charged: the state to store, and for how long it matters. */
   next?: { state: S; ttlMs: number };
+  /** The window in force, when it varies from one to the next (a calendar period's length). */
+  windowMs?: number;
 }
 
 /**

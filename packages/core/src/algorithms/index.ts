@@ -4,6 +4,7 @@
 import type { ALGORITHM_CODES } from '../lua.generated.js';
 import type { Policy } from '../policy.js';
 import type { StepResult } from './algorithm.js';
+import { calendar } from './calendar.js';
 import { fixedWindow } from './fixed-window.js';
 import { slidingLog } from './sliding-log.js';
 import { slidingWindow } from './sliding-window.js';
@@ -21,6 +22,7 @@ export const ALGORITHMS: { readonly [A in Algorithm]: AnyStep } = {
   'fixed-window': fixedWindow,
   'sliding-window': slidingWindow,
   'sliding-log': slidingLog,
+  calendar,
 };
 
 export type { AlgorithmStep, StepResult } from './algorithm.js';
