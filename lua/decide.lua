@@ -1,11 +1,18 @@
 -- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua, the algorithm
--- files and ALGORITHMS, the table of each algorithm's function by its code.
+-- files, ALGORITHMS and ADJUSTS, the tables of each algorithm's functions by its code.
 -- KEYS:  one per (decision, policy), in the order of the decisions below.
 -- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
 -- ARGV[2]        P, the number of policy specs that follow
 -- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
+-- Two more ops stand for one decision each (count 1) and carry two more ARGV after the spec numbers,
+-- slot (a concurrent lease's member, '' for none) and idTtl (ms; '0' for none):
+--   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
+--       after its n, the id's record. An id already recorded is allowed again and charges nothing
+--       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms.
+--   'a' adjust: `cost` is the delta, applied to every policy without a check (ADJUSTS: a refund
+--       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it.
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
@@ -24,7 +31,8 @@ local specs = {}
 local nspecs = tonumber(ARGV[2])
 for s = 1, nspecs do
   local b = 2 + (s - 1) * 4
-  specs[s] = { ALGORITHMS[ARGV[b + 1]], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]) }
+  local code = ARGV[b + 1]
+  specs[s] = { ALGORITHMS[code], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), ADJUSTS[code] }
 end
 
 local reply = {}
@@ -32,12 +40,60 @@ local r = 0
 local a = 3 + nspecs * 4
 local k = 1
 local nargs = #ARGV
+
+-- One 'x' or 'a' decision (see above) at ARGV[a]; returns where the next run starts.
+local function decide_one(op, cost, n)
+  SLOT = ARGV[a + 4 + n]
+  local idTtl = tonumber(ARGV[a + 5 + n])
+  local results = {}
+  local replay = false
+  if op == 'a' then
+    for i = 1, n do
+      local spec = specs[tonumber(ARGV[a + 3 + i])]
+      spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
+    end
+    cost = 1
+  elseif idTtl > 0 then
+    replay = call('EXISTS', KEYS[k + n]) == 1
+  end
+  local allowed = true
+  for i = 1, n do
+    local spec = specs[tonumber(ARGV[a + 3 + i])]
+    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
+    if replay then retry = 0 end
+    results[i] = { remaining, reset, retry }
+    allowed = allowed and ok
+  end
+  if op == 'x' and allowed and not replay then
+    for i = 1, n do
+      local spec = specs[tonumber(ARGV[a + 3 + i])]
+      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
+      results[i] = { remaining, reset, retry }
+    end
+    if idTtl > 0 then call('SET', KEYS[k + n], '1', 'PX', math.ceil(idTtl) + SLACK) end
+  end
+  for i = 1, n do
+    reply[r + 1] = results[i][1]
+    reply[r + 2] = results[i][2]
+    reply[r + 3] = results[i][3]
+    r = r + 3
+  end
+  k = k + n
+  if idTtl > 0 then k = k + 1 end
+  SLOT = ''
+  return a + 6 + n
+end
+
 while a <= nargs do
   local count = tonumber(ARGV[a])
-  local consume = ARGV[a + 1] == 'c'
+  local op = ARGV[a + 1]
+  local consume = op == 'c'
   local cost = tonumber(ARGV[a + 2])
   local n = tonumber(ARGV[a + 3])
-  if n == 1 then
+  local one = op == 'x' or op == 'a'
+  if one then
+    a = decide_one(op, cost, n)
+  elseif n == 1 then
     -- One policy: check and charge in one pass.
     local spec = specs[tonumber(ARGV[a + 4])]
     local step, limit, window, burst = spec[1], spec[2], spec[3], spec[4]
@@ -80,6 +136,6 @@ while a <= nargs do
       k = k + n
     end
   end
-  a = a + 4 + n
+  if not one then a = a + 4 + n end
 end
 return reply

@@ -5,7 +5,7 @@ import { type Duration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { memoryStore } from './memory-store.js';
 import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, type Resolved, resolve } from './options.js';
-import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
 import type { Store } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
@@ -13,7 +13,8 @@ export type FailMode = 'open' | 'closed';
 
 /** Something worth a log line or a metric. */
 export interface LimiterEvent {
-  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied';
+  /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
+  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied' | 'settle-error';
   /** The limiter's key namespace (its `prefix`). */
   prefix: string;
   /** The caller's key, when the event is about one request. */
@@ -158,6 +159,13 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
   const o = resolve(LIMITER_OPTIONS, options);
   if (o.policy === undefined) badOption('policy', "given (e.g. '100/1m')", undefined);
+  if (o.policy.some(isConcurrent)) {
+    // A slot lives in one place, taken and given back there: not split over shards, not behind a local tier.
+    if (o.shards > 1) badOption('shards', '1 with a concurrent policy (a slot is held in one place)', o.shards);
+    if (o.prefilter)
+      badOption('prefilter', 'absent with a concurrent policy (its local charge is not given back with the slot)', 'a policy');
+  }
+  if (o.prefilter && isConcurrent(o.prefilter)) badOption('prefilter', 'a rate policy, not { concurrent }', 'a concurrent policy');
   const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
   if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
   return {

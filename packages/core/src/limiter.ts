@@ -7,28 +7,42 @@
 //   -> fail mode (fail-mode.ts): the decision when the store cannot answer
 //   -> finish: shadow mode and the denied event.
 // Every decision is also published on the diagnostics channel sluice:decision, every event on sluice:event.
+import { randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import type { Attempt } from './attempt.js';
-import { type Decision, replyRetryMs, toDecision } from './decision.js';
+import { type Decision, failOpenDecision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { badOption, SluiceError } from './errors.js';
-import { createFailMode } from './fail-mode.js';
-import { fallbackTag, keyTag, shardTag, storeKey } from './keys.js';
+import { createFailMode, longestWindow } from './fail-mode.js';
+import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import type { Policy } from './policy.js';
+import { isConcurrent, type Policy, type PolicyInput, parsePolicies } from './policy.js';
 import { createPrefilter } from './prefilter.js';
+import { REPORT } from './report.js';
 import { createShards } from './shards.js';
-import type { StoreRequest } from './store.js';
+import type { Store, StoreRequest } from './store.js';
 import { createStoreCall } from './store-call.js';
 
 export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
 
 /** A rate limiter. */
 export interface Limiter {
-  /** Charges `cost` (default 1) to `key` if every policy allows it. Never rejects on a store failure. */
-  consume(key: string, options?: { cost?: number }): Promise<Decision>;
+  /**
+   * Charges `cost` (default 1) to `key` if every policy allows it. Never rejects on a store failure.
+   * With `id`, idempotent: a consume whose id was already charged for this key (within the longest
+   * window) is allowed again and charges nothing; a denied one recorded nothing. With a concurrent
+   * policy, an allowed Decision holds a slot until its `release()`.
+   */
+  consume(key: string, options?: { cost?: number; id?: string }): Promise<Decision>;
+  /**
+   * Moves `key`'s charge by `delta` on every rate policy (or on `policy`), atomically: delta > 0 charges
+   * without a check (a debt that later requests wait out), delta < 0 refunds, never past full.
+   * Returns the Decision after it, as a peek would see it. A store failure goes to the fail mode.
+   * @example await limiter.adjust(user, usedTokens - estimate)
+   */
+  adjust(key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
   /** Reads `key` without charging: would a cost of 1 pass now? */
   peek(key: string): Promise<Decision>;
   /** Forgets `key` everywhere this limiter counts it. */
@@ -72,6 +86,46 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const failMode = createFailMode(o.failMode, prefix, policies, o.fallback, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  const rates = policies.filter((p) => !isConcurrent(p));
+  const slots = policies.filter(isConcurrent);
+  const fallbackSlots = o.fallback.filter(isConcurrent);
+  const holdsSlots = slots.length > 0 || (o.failMode === 'closed' && guarded && fallbackSlots.length > 0);
+  const idTtlMs = longestWindow(policies);
+
+  /** Gives a slot back where it was taken; never rejects (the lease frees it anyway). */
+  function giveBack(tag: string, slot: string, inStore: boolean): Promise<void> {
+    if (!inStore) {
+      // Taken by the fail mode: in the local fallback, under the fallback tag.
+      const keys = keysOf(fallbackTag(tag), fallbackSlots);
+      return (local as Store).decide({ keys, policies: fallbackSlots, cost: 1, peek: false, delta: -1, slot }).then(
+        () => undefined,
+        () => undefined,
+      );
+    }
+    const request: StoreRequest = { keys: keysOf(tag, slots), policies: slots, cost: 1, peek: false, delta: -1, slot };
+    const now = clock();
+    if (!storeCall.allow(now)) return Promise.resolve();
+    return new Promise((resolve) =>
+      storeCall.decide(request, now, (error, _reply, latencyMs) => {
+        if (error) emit({ type: 'store-error', error, latencyMs });
+        resolve();
+      }),
+    );
+  }
+
+  /** Gives an allowed decision that took a slot its release(), once. */
+  function hold(decision: Decision, attempt: Attempt): Decision {
+    const { slot } = attempt;
+    if (slot === undefined || !decision.allowed) return decision;
+    const inStore = decision.source === 'store';
+    if (!inStore && (decision.source !== 'fallback' || fallbackSlots.length === 0)) return decision;
+    let released: Promise<void> | undefined;
+    decision.release = () => {
+      released ??= giveBack(attempt.tag, slot, inStore);
+      return released;
+    };
+    return decision;
+  }
 
   /** Shadow mode and the denied event, once per decision that goes to the caller. */
   function finish(key: string, decision: Decision): Decision {
@@ -85,7 +139,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   const withoutStore = (attempt: Attempt): Promise<Decision> =>
-    attempt.final ? failMode(attempt).then((d) => finish(attempt.key, d)) : failMode(attempt);
+    attempt.final || attempt.slot !== undefined ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt))) : failMode(attempt);
 
   /**
    * One shard's decision: the deny cache's, the store's, or the fail mode's. The fast path: not async,
@@ -94,13 +148,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
   function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
     const tag = shardTag(attempt.tag, shard, shards.count);
     const now = clock();
-    if (denyCache && !attempt.peek) {
+    // An id the store already charged is allowed there: the deny cache must not answer for it.
+    if (denyCache && !attempt.peek && attempt.id === undefined) {
       const cached = denyCache.get(tag, attempt.cost, now);
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
     if (!storeCall.allow(now)) return withoutStore(attempt);
     const ps = shards.policies[shard] as readonly Policy[];
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
+    if (slots.length > 0 && !attempt.peek) request.slot = attempt.slot;
+    if (attempt.id !== undefined) {
+      (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
+      request.idTtlMs = idTtlMs;
+    }
     return new Promise<Decision>((resolve, reject) => {
       storeCall.decide(request, now, (error, reply, latencyMs) => {
         if (reply === undefined) {
@@ -110,6 +170,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         }
         try {
           const decision = toDecision(policies, reply, 'store', shards.scales[shard]);
+          if (attempt.slot !== undefined) hold(decision, attempt);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
           if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(tag, attempt.cost, decision, now, replyRetryMs(reply));
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
@@ -127,9 +188,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const denied = await prefilter(attempt);
       if (denied) return finish(attempt.key, denied);
     }
-    const first = shards.pick();
+    // An id's record lives in one shard: its retries go there, and only there.
+    const first = attempt.id === undefined ? shards.pick() : shards.of(attempt.id);
     const decision = await decideShard(attempt, first);
-    if (decision.allowed || shards.count === 1 || (decision.source !== 'store' && decision.source !== 'deny-cache')) {
+    if (
+      decision.allowed ||
+      shards.count === 1 ||
+      attempt.id !== undefined ||
+      (decision.source !== 'store' && decision.source !== 'deny-cache')
+    ) {
       return finish(attempt.key, decision);
     }
     const second = await decideShard(attempt, shards.other(first));
@@ -145,17 +212,31 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   const direct = !prefilter && shards.count === 1;
 
-  return {
+  /** adjust() when the store cannot answer: the fail mode's way ('closed' adjusts the local fallback). */
+  async function adjustWithoutStore(tag: string, ps: readonly Policy[], delta: number, given: boolean): Promise<Decision> {
+    if (o.failMode === 'open' || local === undefined) return failOpenDecision(ps);
+    const fps = given ? ps : o.fallback.filter((p) => !isConcurrent(p));
+    const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
+    return toDecision(fps, reply, 'fallback');
+  }
+
+  const limiter: Limiter = {
     consume(key, options) {
       let cost: number;
+      let id: string | undefined;
       try {
         checkKey(key);
         cost = checkCost(options?.cost, policies);
+        id = options?.id;
+        if (id !== undefined) checkId(id, slots.length > 0);
       } catch (error) {
         return Promise.reject(error);
       }
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const attempt: Attempt = { key, tag: keyTag(key), cost, peek: false, final: direct };
+      const attempt: Attempt =
+        id === undefined && !holdsSlots
+          ? { key, tag: keyTag(key), cost, peek: false, final: direct }
+          : { key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: holdsSlots ? randomUUID() : undefined };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
@@ -165,6 +246,38 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const decision = decideShard({ key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
+    },
+
+    async adjust(key, delta, options) {
+      checkKey(key);
+      if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
+      if (shards.count > 1) badOption('shards', '1 for adjust (a charge went to one shard at random)', shards.count);
+      const given = options?.policy !== undefined;
+      const ps = given ? parsePolicies(options.policy, 'policy').filter((p) => !isConcurrent(p)) : rates;
+      if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
+      if (!Number.isInteger(delta) && ps.some((p) => p.algorithm === 'sliding-log')) {
+        badOption('delta', "a whole number with a 'sliding-log' policy", delta);
+      }
+      const tag = keyTag(key);
+      // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
+      if (delta < 0) denyCache?.delete(tag);
+      const now = clock();
+      if (!storeCall.allow(now)) return adjustWithoutStore(tag, ps, delta, given);
+      const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
+      return new Promise<Decision>((resolve, reject) =>
+        storeCall.decide(request, now, (error, reply, latencyMs) => {
+          if (reply === undefined) {
+            emit({ type: 'store-error', key, error, latencyMs });
+            adjustWithoutStore(tag, ps, delta, given).then(resolve, reject);
+            return;
+          }
+          try {
+            resolve(toDecision(ps, reply, 'store'));
+          } catch (e) {
+            reject(e);
+          }
+        }),
+      );
     },
 
     async reset(key) {
@@ -188,11 +301,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (o.ownStore) await store.close();
     },
   };
+  Object.defineProperty(limiter, REPORT, { value: emit });
+  return limiter;
 }
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new SluiceError('ERR_SLUICE_KEY', `key must be a string, got ${typeof key}`);
   return key;
+}
+
+function checkId(id: unknown, concurrent: boolean): void {
+  if (typeof id !== 'string' || id === '') badOption('id', 'a non-empty string', id);
+  if (concurrent) badOption('id', 'absent on a limiter with a concurrent policy (a retry of a charged id would hold no slot)', id);
 }
 
 function checkCost(cost: unknown, policies: readonly Policy[]): number {

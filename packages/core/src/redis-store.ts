@@ -122,7 +122,11 @@ export function redisStore(options: RedisStoreOptions): Store {
     for (const { request } of batch) {
       const { policies } = request;
       for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
+      // An adjustment, or a consume with a slot or an id, is a decision of its own ('a' or 'x').
+      const one = request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined;
+      if (one && request.idTtlMs !== undefined) keys.push(request.keys[policies.length] as string);
       if (
+        !one &&
         shape !== undefined &&
         policies === shape.policies &&
         request.peek === shape.peek &&
@@ -135,7 +139,9 @@ export function redisStore(options: RedisStoreOptions): Store {
       shape = request;
       count = 1;
       countAt = runs.length;
-      runs.push('', request.peek ? 'p' : 'c', request.peek ? '1' : String(request.cost), String(policies.length));
+      const op = request.delta !== undefined ? 'a' : one ? 'x' : request.peek ? 'p' : 'c';
+      const cost = request.delta ?? (request.peek ? 1 : request.cost);
+      runs.push('', op, String(cost), String(policies.length));
       for (const policy of policies) {
         let spec = specs.get(policy);
         if (spec === undefined) {
@@ -145,8 +151,13 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         runs.push(spec);
       }
+      if (one) {
+        runs.push(request.slot ?? '', String(request.idTtlMs ?? 0));
+        runs[countAt] = '1';
+        shape = undefined;
+      }
     }
-    runs[countAt] = String(count);
+    if (shape !== undefined) runs[countAt] = String(count);
     const numKeys = keys.length;
     const args = keys;
     args.push(clock ? String(clock()) : '', String(specs.size));

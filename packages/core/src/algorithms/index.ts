@@ -4,16 +4,17 @@
 import type { ALGORITHM_CODES } from '../lua.generated.js';
 import type { Policy } from '../policy.js';
 import type { StepResult } from './algorithm.js';
-import { fixedWindow } from './fixed-window.js';
-import { slidingLog } from './sliding-log.js';
-import { slidingWindow } from './sliding-window.js';
-import { tokenBucket } from './token-bucket.js';
+import { concurrent, concurrentAdjust } from './concurrent.js';
+import { fixedWindow, fixedWindowAdjust } from './fixed-window.js';
+import { slidingLog, slidingLogAdjust } from './sliding-log.js';
+import { slidingWindow, slidingWindowAdjust } from './sliding-window.js';
+import { tokenBucket, tokenBucketAdjust } from './token-bucket.js';
 
 /** The algorithms a policy can use. */
 export type Algorithm = keyof typeof ALGORITHM_CODES;
 
 /** A step over a state of its own kind: the memory store hands each key's state back to its algorithm. */
-type AnyStep = (state: never, now: number, p: Policy, cost: number, apply: boolean) => StepResult<unknown>;
+type AnyStep = (state: never, now: number, p: Policy, cost: number, apply: boolean, slot?: string) => StepResult<unknown>;
 
 /** Each algorithm's step, by name. */
 export const ALGORITHMS: { readonly [A in Algorithm]: AnyStep } = {
@@ -21,6 +22,24 @@ export const ALGORITHMS: { readonly [A in Algorithm]: AnyStep } = {
   'fixed-window': fixedWindow,
   'sliding-window': slidingWindow,
   'sliding-log': slidingLog,
+  concurrent,
 };
 
-export type { AlgorithmStep, StepResult } from './algorithm.js';
+type AnyAdjust = (
+  state: never,
+  now: number,
+  p: Policy,
+  delta: number,
+  slot: string,
+) => { state: unknown; ttlMs: number } | null | undefined;
+
+/** Each algorithm's adjustment (its lua/ file's <name>_adjust), by name. */
+export const ADJUSTS: { readonly [A in Algorithm]: AnyAdjust } = {
+  'token-bucket': tokenBucketAdjust,
+  'fixed-window': fixedWindowAdjust,
+  'sliding-window': slidingWindowAdjust,
+  'sliding-log': slidingLogAdjust,
+  concurrent: concurrentAdjust,
+};
+
+export type { AdjustStep, AlgorithmStep, StepResult } from './algorithm.js';
