@@ -11,6 +11,7 @@ export type {
   PeerSpelling,
   PeerSpellings,
   PolicyGiven,
+  RawResponse,
 } from './adapter-kit.js';
 export { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
 export { badOption } from './errors.js';
