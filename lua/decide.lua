@@ -6,13 +6,14 @@
 -- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
--- Two more ops stand for one decision each (count 1) and carry two more ARGV after the spec numbers,
--- slot (a concurrent lease's member, '' for none) and idTtl (ms; '0' for none):
+-- Two more ops carry, after the spec numbers, idTtl (ms; '0' for none) and then `count` slots, one per
+-- decision of the run (a concurrent lease's member, '' for none):
 --   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
 --       after its n, the id's record. An id already recorded is allowed again and charges nothing
 --       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms.
 --   'a' adjust: `cost` is the delta, applied to every policy without a check (ADJUSTS: a refund
---       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it.
+--       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it, but
+--       for a release (concurrent policies only, which adjust never mixes with rate ones): zeros.
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
@@ -41,15 +42,14 @@ local a = 3 + nspecs * 4
 local k = 1
 local nargs = #ARGV
 
--- One 'x' or 'a' decision (see above) at ARGV[a]; returns where the next run starts.
-local function decide_one(op, cost, n)
-  SLOT = ARGV[a + 4 + n]
-  local idTtl = tonumber(ARGV[a + 5 + n])
+-- One 'x' or 'a' decision (see above) of the run whose specs start at ARGV[at + 4].
+local function decide_one(op, cost, n, at, idTtl, slot)
+  SLOT = slot
   local results = {}
   local replay = false
   if op == 'a' then
     for i = 1, n do
-      local spec = specs[tonumber(ARGV[a + 3 + i])]
+      local spec = specs[tonumber(ARGV[at + 3 + i])]
       spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
     end
     cost = 1
@@ -57,21 +57,32 @@ local function decide_one(op, cost, n)
     replay = call('EXISTS', KEYS[k + n]) == 1
   end
   local allowed = true
-  for i = 1, n do
-    local spec = specs[tonumber(ARGV[a + 3 + i])]
-    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
-    if replay then retry = 0 end
-    results[i] = { remaining, reset, retry }
-    allowed = allowed and ok
-  end
-  if op == 'x' and allowed and not replay then
+  if op == 'a' and specs[tonumber(ARGV[at + 4])][1] == concurrent then
+    -- A release (adjust never mixes slots with rate policies): its reply goes unread.
+    for i = 1, n do results[i] = { 0, 0, 0 } end
+  elseif op == 'x' and n == 1 and not replay then
+    -- One policy: check and charge in one pass.
+    local spec = specs[tonumber(ARGV[at + 4])]
+    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, true)
+    results[1] = { remaining, reset, retry }
+    allowed = ok
+  else
     for i = 1, n do
-      local spec = specs[tonumber(ARGV[a + 3 + i])]
-      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
+      local spec = specs[tonumber(ARGV[at + 3 + i])]
+      local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
+      if replay then retry = 0 end
       results[i] = { remaining, reset, retry }
+      allowed = allowed and ok
     end
-    if idTtl > 0 then call('SET', KEYS[k + n], '1', 'PX', math.ceil(idTtl) + SLACK) end
+    if op == 'x' and allowed and not replay then
+      for i = 1, n do
+        local spec = specs[tonumber(ARGV[at + 3 + i])]
+        local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
+        results[i] = { remaining, reset, retry }
+      end
+    end
   end
+  if op == 'x' and allowed and not replay and idTtl > 0 then call('SET', KEYS[k + n], '1', 'PX', math.ceil(idTtl) + SLACK) end
   for i = 1, n do
     reply[r + 1] = results[i][1]
     reply[r + 2] = results[i][2]
@@ -81,7 +92,6 @@ local function decide_one(op, cost, n)
   k = k + n
   if idTtl > 0 then k = k + 1 end
   SLOT = ''
-  return a + 6 + n
 end
 
 while a <= nargs do
@@ -92,7 +102,12 @@ while a <= nargs do
   local n = tonumber(ARGV[a + 3])
   local one = op == 'x' or op == 'a'
   if one then
-    a = decide_one(op, cost, n)
+    local idTtl = tonumber(ARGV[a + 4 + n])
+    local slots = a + 4 + n
+    for j = 1, count do
+      decide_one(op, cost, n, a, idTtl, ARGV[slots + j])
+    end
+    a = slots + count + 1
   elseif n == 1 then
     -- One policy: check and charge in one pass.
     local spec = specs[tonumber(ARGV[a + 4])]

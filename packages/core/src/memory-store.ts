@@ -104,6 +104,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         else if (next !== undefined) write(keys[i]!, next.state, now + next.ttlMs);
       }
     }
+    // A release (concurrent policies only, never mixed with rate ones in an adjust): zeros, as the Lua answers.
+    if (delta !== undefined && policies[0]!.algorithm === 'concurrent') {
+      return { allowed: true, states: policies.map(() => ({ remaining: 0, resetMs: 0, retryAfterMs: 0 })) };
+    }
     const cost = delta === undefined ? request.cost : 1;
     const replay = delta === undefined && idTtlMs > 0 && read(keys[n]!, now) !== undefined;
     const states = [];

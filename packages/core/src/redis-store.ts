@@ -122,17 +122,20 @@ export function redisStore(options: RedisStoreOptions): Store {
     for (const { request } of batch) {
       const { policies } = request;
       for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
-      // An adjustment, or a consume with a slot or an id, is a decision of its own ('a' or 'x').
+      // An adjustment ('a'), or a consume with a slot or an id ('x'): runs alike carry one slot per decision.
       const one = request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined;
       if (one && request.idTtlMs !== undefined) keys.push(request.keys[policies.length] as string);
       if (
-        !one &&
         shape !== undefined &&
         policies === shape.policies &&
         request.peek === shape.peek &&
-        (request.peek || request.cost === shape.cost)
+        (request.peek || request.cost === shape.cost) &&
+        request.delta === shape.delta &&
+        request.idTtlMs === shape.idTtlMs &&
+        (request.slot !== undefined) === (shape.slot !== undefined)
       ) {
         count++;
+        if (one) runs.push(request.slot ?? '');
         continue;
       }
       if (shape !== undefined) runs[countAt] = String(count);
@@ -151,11 +154,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         runs.push(spec);
       }
-      if (one) {
-        runs.push(request.slot ?? '', String(request.idTtlMs ?? 0));
-        runs[countAt] = '1';
-        shape = undefined;
-      }
+      if (one) runs.push(String(request.idTtlMs ?? 0), request.slot ?? '');
     }
     if (shape !== undefined) runs[countAt] = String(count);
     const numKeys = keys.length;
