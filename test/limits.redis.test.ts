@@ -4,7 +4,7 @@
 // while the store is down.
 import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
-import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
+import { createLimiter, type Decision, memoryStore, type PolicyInput, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
 import { freePort, type RedisCluster, sleep, startCluster, startRedis, uniquePrefix } from './support/redis';
@@ -139,7 +139,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
     const prefix = unique();
     const other = new Redis(server.url);
     try {
-      const policy = ['10/1h', { limit: 100, window: '1d', algorithm: 'sliding-log' as const }];
+      const policy: PolicyInput[] = ['10/1h', { limit: 100, window: '1d', algorithm: 'sliding-log' }];
       const a = createLimiter({ policy, store: redisStore({ client }), prefix, timeout: 5000 });
       const b = createLimiter({ policy, store: redisStore({ client: other }), prefix, timeout: 5000 });
       const decisions = await Promise.all(
