@@ -106,7 +106,7 @@ export interface RawResponse {
   readonly writableFinished: boolean;
   /** True once the connection closed, whether or not the response went out. */
   readonly destroyed: boolean;
-  once(event: 'finish' | 'close', listener: () => void): unknown;
+  once(event: 'close', listener: () => void): unknown;
 }
 
 /** One adapter middleware's resolved options and limiter. */
@@ -120,8 +120,8 @@ export interface HttpLimit<Req, Res = undefined> {
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
   /**
-   * Call for an allowed request before passing it on: once `raw` finishes or closes (abort and error
-   * included), gives the decision's concurrent slots back and settles its charge (settle, the skip
+   * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
+   * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
    * options). Costs nothing when there is neither.
    */
   track(verdict: HttpVerdict, req: Req, res: Res, raw: RawResponse): void;
@@ -319,17 +319,15 @@ export function httpLimit<Req, Res = undefined>(
       const charged = after !== undefined && decision.allowed && decision.shadowed !== true && decision.source !== 'fail-open';
       const release = decision.release;
       if (!charged && release === undefined) return;
-      let done = false;
-      // 'close' fires after 'finish' too (always, since Node 11): the first of the two decides, once.
       const end = () => {
-        if (done) return;
-        done = true;
         if (release !== undefined) void release();
         if (charged) after(verdict, req, res, raw);
       };
-      // Closed before we got here (the client left while the limiter decided): neither event will come.
-      if (raw.writableFinished || raw.destroyed) return end();
-      raw.once('finish', end);
+      // Closed before we got here (the client left while the limiter decided): 'close' will not come.
+      if (raw.destroyed) return end();
+      // 'close' comes once for every response, after 'finish' or without it (the client left), always
+      // since Node 11: one listener, and writableFinished tells the two apart. (express-rate-limit
+      // refunded on 'close' as if it meant a failure, so it refunded successful requests too.)
       raw.once('close', end);
     },
     async limitedResponse(decision, req) {
