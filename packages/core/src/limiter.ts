@@ -7,7 +7,7 @@
 //   -> fail mode (fail-mode.ts): the decision when the store cannot answer
 //   -> finish: shadow mode and the denied event.
 // Every decision is also published on the diagnostics channel sluice:decision, every event on sluice:event.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import type { Attempt } from './attempt.js';
@@ -50,6 +50,14 @@ export interface Limiter {
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
 }
+
+/**
+ * A concurrent slot's id: this process' random tag and a count, unique across processes, and short
+ * (a UUID is 36 bytes that every take and release writes to Redis).
+ */
+const SLOT_TAG = randomBytes(9).toString('base64url');
+let slotCount = 0;
+const nextSlot = () => SLOT_TAG + (++slotCount).toString(36);
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
@@ -236,7 +244,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const attempt: Attempt =
         id === undefined && !holdsSlots
           ? { key, tag: keyTag(key), cost, peek: false, final: direct }
-          : { key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: holdsSlots ? randomUUID() : undefined };
+          : { key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: holdsSlots ? nextSlot() : undefined };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
