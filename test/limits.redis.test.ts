@@ -108,30 +108,32 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
     );
   });
 
-  it('refunds under concurrency: 40 workers consume and refund when done; never more than the limit hold a charge at once', async () => {
+  it('refunds under concurrency: 40 workers, each retrying until admitted and refunding when done, never more than the limit at once', async () => {
     const limiter = createLimiter({ policy: { limit: 20, window: '1h' }, store: redisStore({ client }), prefix: unique(), timeout: 5000 });
     let inFlight = 0;
     let most = 0;
     let admitted = 0;
+    const giveUp = Date.now() + 20_000;
     await Promise.all(
       Array.from({ length: 40 }, async () => {
-        for (let round = 0; round < 10; round++) {
+        while (Date.now() < giveUp) {
           const d = await limiter.consume('k');
-          if (d.allowed) {
-            admitted++;
-            most = Math.max(most, ++inFlight);
-            await sleep(2);
-            inFlight--;
-            await limiter.adjust('k', -1);
-          } else {
+          if (!d.allowed) {
             await sleep(1);
+            continue;
           }
+          admitted++;
+          most = Math.max(most, ++inFlight);
+          await sleep(2);
+          inFlight--;
+          await limiter.adjust('k', -1);
+          return;
         }
       }),
     );
     expect(most).toBeLessThanOrEqual(20);
-    // The refunds were used: far more than 20 got in over the run.
-    expect(admitted).toBeGreaterThan(40);
+    // Only refunds let the second 20 in: the limit is 20 an hour.
+    expect(admitted).toBe(40);
     expect((await limiter.peek('k')).remaining).toBe(20);
   });
 
@@ -188,7 +190,8 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
 
   it('a killed process holding slots: they come back when their lease ends', async () => {
     const prefix = unique();
-    const lease = 3000;
+    // Long enough that a busy machine still peeks before it ends; the wait for the end has no upper bound but the test's.
+    const lease = 6000;
     const child: ChildProcess = fork(
       join(__dirname, 'consumers', 'slots-child.cjs'),
       [String(server.port), prefix, '5', String(lease), '8'],
@@ -206,12 +209,12 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
       const limiter = createLimiter({ policy: { concurrent: 5, lease }, store: redisStore({ client }), prefix, timeout: 5000 });
       const free = () => limiter.peek('jobs').then((d) => d.remaining);
       expect(await free()).toBeLessThan(5);
-      expect(await until(free, 5, 15_000)).toBe(5);
+      expect(await until(free, 5, 40_000)).toBe(5);
       expect((await limiter.consume('jobs')).allowed).toBe(true);
     } finally {
       child.kill('SIGKILL');
     }
-  });
+  }, 60_000);
 
   it("while the store is down, failMode 'closed' counts slots in the local fallback; release gives them back there", async () => {
     const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
