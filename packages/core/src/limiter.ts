@@ -7,22 +7,23 @@
 //   -> fail mode (fail-mode.ts): the decision when the store cannot answer
 //   -> finish: shadow mode and the denied event.
 // Every decision is also published on the diagnostics channel sluice:decision, every event on sluice:event.
-import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
+import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
-import { type Decision, failOpenDecision, replyRetryMs, toDecision } from './decision.js';
+import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { badOption, SluiceError } from './errors.js';
 import { createFailMode, longestWindow } from './fail-mode.js';
 import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import { isConcurrent, type Policy, type PolicyInput, parsePolicies } from './policy.js';
+import { isConcurrent, type Policy, type PolicyInput } from './policy.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
 import { createShards } from './shards.js';
-import type { Store, StoreRequest } from './store.js';
+import { createSlots } from './slots.js';
+import type { StoreRequest } from './store.js';
 import { createStoreCall } from './store-call.js';
 
 export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
@@ -50,14 +51,6 @@ export interface Limiter {
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
 }
-
-/**
- * A concurrent slot's id: this process' random tag and a count, unique across processes, and short
- * (a UUID is 36 bytes that every take and release writes to Redis).
- */
-const SLOT_TAG = randomBytes(9).toString('base64url');
-let slotCount = 0;
-const nextSlot = () => SLOT_TAG + (++slotCount).toString(36);
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
@@ -94,46 +87,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const failMode = createFailMode(o.failMode, prefix, policies, o.fallback, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
-  const rates = policies.filter((p) => !isConcurrent(p));
-  const slots = policies.filter(isConcurrent);
-  const fallbackSlots = o.fallback.filter(isConcurrent);
-  const holdsSlots = slots.length > 0 || (o.failMode === 'closed' && guarded && fallbackSlots.length > 0);
+  const slots = createSlots({
+    prefix,
+    policies,
+    fallback: o.fallback,
+    local: o.failMode === 'closed' ? local : undefined,
+    storeCall,
+    clock,
+    emit,
+  });
+  const hold = slots.hold;
   const idTtlMs = longestWindow(policies);
-
-  /** Gives a slot back where it was taken; never rejects (the lease frees it anyway). */
-  function giveBack(tag: string, slot: string, inStore: boolean): Promise<void> {
-    if (!inStore) {
-      // Taken by the fail mode: in the local fallback, under the fallback tag.
-      const keys = keysOf(fallbackTag(tag), fallbackSlots);
-      return (local as Store).decide({ keys, policies: fallbackSlots, cost: 1, peek: false, delta: -1, slot }).then(
-        () => undefined,
-        () => undefined,
-      );
-    }
-    const request: StoreRequest = { keys: keysOf(tag, slots), policies: slots, cost: 1, peek: false, delta: -1, slot };
-    const now = clock();
-    if (!storeCall.allow(now)) return Promise.resolve();
-    return new Promise((resolve) =>
-      storeCall.decide(request, now, (error, _reply, latencyMs) => {
-        if (error) emit({ type: 'store-error', error, latencyMs });
-        resolve();
-      }),
-    );
-  }
-
-  /** Gives an allowed decision that took a slot its release(), once. */
-  function hold(decision: Decision, attempt: Attempt): Decision {
-    const { slot } = attempt;
-    if (slot === undefined || !decision.allowed) return decision;
-    const inStore = decision.source === 'store';
-    if (!inStore && (decision.source !== 'fallback' || fallbackSlots.length === 0)) return decision;
-    let released: Promise<void> | undefined;
-    decision.release = () => {
-      released ??= giveBack(attempt.tag, slot, inStore);
-      return released;
-    };
-    return decision;
-  }
+  const adjust = createAdjust({ options: o, shards: shards.count, local, denyCache, storeCall, emit });
+  const hasSlots = policies.some(isConcurrent);
 
   /** Shadow mode and the denied event, once per decision that goes to the caller. */
   function finish(key: string, decision: Decision): Decision {
@@ -147,7 +113,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   const withoutStore = (attempt: Attempt): Promise<Decision> =>
-    attempt.final || attempt.slot !== undefined ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt))) : failMode(attempt);
+    attempt.final
+      ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt)))
+      : attempt.slot === undefined
+        ? failMode(attempt)
+        : failMode(attempt).then((d) => hold(d, attempt));
 
   /**
    * One shard's decision: the deny cache's, the store's, or the fail mode's. The fast path: not async,
@@ -164,7 +134,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (!storeCall.allow(now)) return withoutStore(attempt);
     const ps = shards.policies[shard] as readonly Policy[];
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
-    if (slots.length > 0 && !attempt.peek) request.slot = attempt.slot;
+    if (hasSlots && !attempt.peek) request.slot = attempt.slot;
     if (attempt.id !== undefined) {
       (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
       request.idTtlMs = idTtlMs;
@@ -220,14 +190,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   const direct = !prefilter && shards.count === 1;
 
-  /** adjust() when the store cannot answer: the fail mode's way ('closed' adjusts the local fallback). */
-  async function adjustWithoutStore(tag: string, ps: readonly Policy[], delta: number, given: boolean): Promise<Decision> {
-    if (o.failMode === 'open' || local === undefined) return failOpenDecision(ps);
-    const fps = given ? ps : o.fallback.filter((p) => !isConcurrent(p));
-    const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
-    return toDecision(fps, reply, 'fallback');
-  }
-
   const limiter: Limiter = {
     consume(key, options) {
       let cost: number;
@@ -236,15 +198,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
         checkKey(key);
         cost = checkCost(options?.cost, policies);
         id = options?.id;
-        if (id !== undefined) checkId(id, slots.length > 0);
+        if (id !== undefined) checkId(id, hasSlots);
       } catch (error) {
         return Promise.reject(error);
       }
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const attempt: Attempt =
-        id === undefined && !holdsSlots
+        id === undefined && !slots.taken
           ? { key, tag: keyTag(key), cost, peek: false, final: direct }
-          : { key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: holdsSlots ? nextSlot() : undefined };
+          : { key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: slots.taken ? slots.next() : undefined };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
@@ -258,34 +220,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     async adjust(key, delta, options) {
       checkKey(key);
-      if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
-      if (shards.count > 1) badOption('shards', '1 for adjust (a charge went to one shard at random)', shards.count);
-      const given = options?.policy !== undefined;
-      const ps = given ? parsePolicies(options.policy, 'policy').filter((p) => !isConcurrent(p)) : rates;
-      if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
-      if (!Number.isInteger(delta) && ps.some((p) => p.algorithm === 'sliding-log')) {
-        badOption('delta', "a whole number with a 'sliding-log' policy", delta);
-      }
-      const tag = keyTag(key);
-      // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
-      if (delta < 0) denyCache?.delete(tag);
-      const now = clock();
-      if (!storeCall.allow(now)) return adjustWithoutStore(tag, ps, delta, given);
-      const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
-      return new Promise<Decision>((resolve, reject) =>
-        storeCall.decide(request, now, (error, reply, latencyMs) => {
-          if (reply === undefined) {
-            emit({ type: 'store-error', key, error, latencyMs });
-            adjustWithoutStore(tag, ps, delta, given).then(resolve, reject);
-            return;
-          }
-          try {
-            resolve(toDecision(ps, reply, 'store'));
-          } catch (e) {
-            reject(e);
-          }
-        }),
-      );
+      return adjust(key, delta, options);
     },
 
     async reset(key) {
