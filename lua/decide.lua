@@ -10,7 +10,8 @@
 -- decision of the run (a concurrent lease's member, '' for none):
 --   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
 --       after its n, the id's record. An id already recorded is allowed again and charges nothing
---       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms.
+--       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms
+--       (the record holds the instant it lapses, and expires then).
 --   'a' adjust: `cost` is the delta, applied to every policy without a check (ADJUSTS: a refund
 --       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it, but
 --       for a release (concurrent policies only, which adjust never mixes with rate ones): zeros.
@@ -54,7 +55,9 @@ local function decide_one(op, cost, n, at, idTtl, slot)
     end
     cost = 1
   elseif idTtl > 0 then
-    replay = call('EXISTS', KEYS[k + n]) == 1
+    -- The record holds when it lapses (ms, same clock as now), so that a test clock sees it lapse too.
+    local lapses = tonumber(call('GET', KEYS[k + n]))
+    replay = lapses ~= nil and lapses > now
   end
   local allowed = true
   if op == 'a' and specs[tonumber(ARGV[at + 4])][1] == concurrent then
@@ -82,7 +85,9 @@ local function decide_one(op, cost, n, at, idTtl, slot)
       end
     end
   end
-  if op == 'x' and allowed and not replay and idTtl > 0 then call('SET', KEYS[k + n], '1', 'PX', math.ceil(idTtl) + SLACK) end
+  if op == 'x' and allowed and not replay and idTtl > 0 then
+    call('SET', KEYS[k + n], format('%.17g', now + math.ceil(idTtl)), 'PX', math.ceil(idTtl) + SLACK)
+  end
   for i = 1, n do
     reply[r + 1] = results[i][1]
     reply[r + 2] = results[i][2]
