@@ -48,15 +48,25 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PACKAGES = ['core', 'express', 'fastify', 'koa'];
 
 const CONTENDERS = {
-  express: ['bare', 'sluice-memory', 'sluice-redis', 'express-rate-limit', 'rate-limiter-flexible'],
-  fastify: ['bare', 'sluice-memory', 'sluice-redis', '@fastify/rate-limit'],
-  koa: ['bare', 'sluice-memory', 'sluice-redis', 'koa-ratelimit'],
+  express: [
+    'bare',
+    'sluice-memory',
+    'sluice-redis',
+    'sluice-redis-settle',
+    'sluice-redis-skip-failed',
+    'express-rate-limit',
+    'rate-limiter-flexible',
+  ],
+  fastify: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', '@fastify/rate-limit'],
+  koa: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', 'koa-ratelimit'],
 };
 const LABELS = {
   bare: 'bare app',
   control: 'bare app, a second one (control)',
   'sluice-memory': 'sluice, memory store',
   'sluice-redis': 'sluice, Redis',
+  'sluice-redis-settle': 'sluice, Redis, settle (cost 2 settled to 1)',
+  'sluice-redis-skip-failed': 'sluice, Redis, skipFailedRequests',
   'express-rate-limit': 'express-rate-limit + rate-limit-redis',
   'rate-limiter-flexible': 'rate-limiter-flexible (RateLimiterRedis)',
   '@fastify/rate-limit': '@fastify/rate-limit (Redis)',
@@ -350,6 +360,12 @@ for (const framework of FRAMEWORKS) {
       `${framework}: a second bare app at ${fmtRatio(c.median)} (${fmtRatio(c.min)}–${fmtRatio(c.max)}) of the first: the noise floor`,
     );
   }
+  // settle and skipFailedRequests: at least 0.8 of bare (issue 14).
+  for (const c of ['sluice-redis-settle', 'sluice-redis-skip-failed']) {
+    if (!ratios[c]) continue;
+    const q = stats(ratios[c]).median;
+    verdicts.push(`${framework}: ${LABELS[c]} at ${fmtRatio(q)} of bare (target 0.8): ${q >= 0.8 ? 'met' : 'MISSED'}`);
+  }
   if (!ratios['sluice-redis']) continue;
   const sluice = stats(ratios['sluice-redis']).median;
   const floor = HANDLER === 'text' ? 0.8 : 0.85;
@@ -361,7 +377,7 @@ for (const framework of FRAMEWORKS) {
       `${framework}: sluice on Redis adds ${added.toFixed(1)} µs CPU per request over bare, server + Redis (target at most ${most}): ${added <= most ? 'met' : 'MISSED'}`,
     );
   }
-  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && c !== 'sluice-redis')) {
+  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && !c.startsWith('sluice-'))) {
     const p = stats(ratios[peer]).median;
     const wins = ratios['sluice-redis'].filter((x, r) => x > ratios[peer][r]).length;
     verdicts.push(

@@ -12,7 +12,8 @@
 --   retryAfterUs (to the period's end in whole µs, rounded up: 0 when ok, else >= 1)
 -- Parsed once per script call and spec: a batch carries one spec per distinct policy.
 local calendar_starts = {}
-local function calendar(key, now, limit, starts, burst, cost, apply)
+-- The period [start, finish) that holds `now`, among the candidate starts (a string, parsed once).
+local function calendar_period(now, starts)
   local s = calendar_starts[starts]
   if not s then
     s = {}
@@ -20,27 +21,30 @@ local function calendar(key, now, limit, starts, burst, cost, apply)
     calendar_starts[starts] = s
   end
   local n = #s
-  local start, finish
   if now < s[1] then
     local len = s[2] - s[1]
-    start = s[1] - math.ceil((s[1] - now) / len) * len
-    finish = start + len
+    local start = s[1] - math.ceil((s[1] - now) / len) * len
+    return start, start + len
   elseif now >= s[n] then
     local len = s[n] - s[n - 1]
-    start = s[n] + math.floor((now - s[n]) / len) * len
-    finish = start + len
-  else
-    local i = 1
-    while s[i + 1] <= now do i = i + 1 end
-    start, finish = s[i], s[i + 1]
+    local start = s[n] + math.floor((now - s[n]) / len) * len
+    return start, start + len
   end
-  local count = 0
+  local i = 1
+  while s[i + 1] <= now do i = i + 1 end
+  return s[i], s[i + 1]
+end
+
+-- The period counted in and its count: the stored one when a clock stepped back into it.
+local function calendar_state(key, now, starts)
+  local start, finish = calendar_period(now, starts)
   local stored, e, c = fields(call('GET', key))
-  -- A clock that steps back stays in the stored period rather than opening a fresh one.
-  local same = stored ~= nil and stored >= start
-  if same then
-    start, finish, count = stored, e, c
-  end
+  if stored ~= nil and stored >= start then return stored, e, c, true end
+  return start, finish, 0, false
+end
+
+local function calendar(key, now, limit, starts, burst, cost, apply)
+  local start, finish, count, same = calendar_state(key, now, starts)
   local endsUs = math.max(1, math.ceil((finish - now) * 1000))
   local ends = math.ceil(endsUs / 1000)
   local ok = count + cost <= limit
@@ -52,4 +56,17 @@ local function calendar(key, now, limit, starts, burst, cost, apply)
   local retry = 0
   if not ok then retry = endsUs end
   return ok, math.max(0, math.floor(limit - count)), ends, retry
+end
+
+-- adjust: the current period's count moves by delta, never below 0.
+local function calendar_adjust(key, now, limit, starts, burst, delta)
+  local start, finish, count, same = calendar_state(key, now, starts)
+  local after = count + delta
+  if after < 0 then after = 0 end
+  if after == count then return end
+  if after == 0 then
+    call('DEL', key)
+    return
+  end
+  put(key, format('%d %d ', start, finish) .. num(after), same, math.ceil(math.max(1, math.ceil((finish - now) * 1000)) / 1000))
 end

@@ -27,3 +27,22 @@ local function fixed_window(key, now, limit, window, burst, cost, apply)
   if not ok then retry = endsUs end
   return ok, math.max(0, math.floor(limit - count)), reset, retry
 end
+
+-- Charges `delta` to the current window without a check, or refunds it (delta < 0), never below 0.
+local function fixed_window_adjust(key, now, limit, window, burst, delta)
+  local idx = math.floor(now / window)
+  local count = 0
+  local stored, n = fields(call('GET', key))
+  local same = stored ~= nil and stored >= idx
+  if same then
+    idx, count = stored, n
+  end
+  local after = count + delta
+  if after < 0 then after = 0 end
+  if after == count then return end
+  if after == 0 then
+    call('DEL', key)
+    return
+  end
+  put(key, format('%d ', idx) .. num(after), same, math.ceil(math.max(1, math.ceil(((idx + 1) * window - now) * 1000)) / 1000))
+end

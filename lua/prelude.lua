@@ -5,6 +5,10 @@ local call, format, find, sub = redis.call, string.format, string.find, string.s
 -- Extra ms every TTL gets: 0 on the server clock; decide.lua raises it when a test passes its own
 -- clock, which is not Redis' clock, so that keys outlive the TTLs computed on it.
 local SLACK = 0
+-- The lease (a concurrent slot's member) that the decision being decided takes or gives back, '' for
+-- none. decide.lua sets it per decision: the algorithms' signatures stay alike, and only concurrent.lua
+-- reads it.
+local SLOT = ''
 
 -- The numbers of a stored state string (nil for a missing key): one, two or three of them.
 local function fields(raw)

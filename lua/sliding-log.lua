@@ -44,3 +44,45 @@ local function sliding_log(key, now, limit, window, burst, cost, apply)
   end
   return ok, math.max(0, limit - count), reset, retry
 end
+
+-- The number after the ':' of a member "stamp:n".
+local function suffix(member)
+  return tonumber(sub(member, find(member, ':', 1, true) + 1))
+end
+
+-- Charges `delta` units without a check (delta > 0: members as a consume adds them, past the limit if
+-- need be), or refunds them (delta < 0): the newest members go. Among members of one score the highest
+-- n go first, so that the names left there stay a run 1..count and a later unit's name stays unique.
+local function sliding_log_adjust(key, now, limit, window, burst, delta)
+  if delta > 0 then
+    local newest = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+    newest = newest and tonumber(newest)
+    if newest and newest > now then now = newest end
+    local count = call('ZCOUNT', key, string.format('(%.17g', now - window), '+inf')
+    call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    local stamp = string.format('%.17g', now)
+    local i = 1
+    while i <= delta do
+      local args = {}
+      for j = i, math.min(delta, i + 999) do
+        args[#args + 1] = stamp
+        args[#args + 1] = stamp .. ':' .. (count + j)
+      end
+      call('ZADD', key, unpack(args))
+      i = i + 1000
+    end
+    call('PEXPIRE', key, math.ceil(window) + SLACK)
+    return
+  end
+  local left = -delta
+  while left > 0 do
+    local top = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+    if not top then return end
+    local tied = call('ZRANGEBYSCORE', key, top, top)
+    table.sort(tied, function(x, y) return suffix(x) > suffix(y) end)
+    local gone = {}
+    for i = 1, math.min(left, #tied) do gone[i] = tied[i] end
+    call('ZREM', key, unpack(gone))
+    left = left - #gone
+  end
+end

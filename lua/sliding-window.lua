@@ -46,3 +46,25 @@ local function sliding_window(key, now, limit, window, burst, cost, apply)
   end
   return ok, math.max(0, math.floor(limit - used)), reset, retry
 end
+
+-- Charges `delta` to the current window without a check, or refunds it from the current window
+-- (delta < 0), never below 0: what the previous window holds is already weighed.
+local function sliding_window_adjust(key, now, limit, window, burst, delta)
+  local idx = math.floor(now / window)
+  local cur, prev = 0, 0
+  local stored, c, p = fields(call('GET', key))
+  local same = stored ~= nil and stored >= idx
+  if same then
+    idx, cur, prev = stored, c, p
+  elseif stored == idx - 1 then
+    prev = c
+  end
+  local after = cur + delta
+  if after < 0 then after = 0 end
+  if after == cur then return end
+  if after == 0 and prev == 0 then
+    call('DEL', key)
+    return
+  end
+  put(key, format('%d ', idx) .. num(after) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
+end

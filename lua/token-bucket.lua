@@ -60,3 +60,31 @@ local function token_bucket(key, now, limit, window, burst, cost, apply)
   local reset = -debt / (limit * 1000)
   return ok, remaining, reset % 1 - reset, retry
 end
+
+-- Charges `delta` units without a check (delta > 0: the debt may pass the capacity, and later requests
+-- wait it out) or refunds them (delta < 0), never past a full bucket, which is a missing key.
+local function token_bucket_adjust(key, now, limit, window, burst, delta)
+  local t = now * 1000 + 0.5
+  t = t - t % 1
+  local w = window * 1000
+  local q, r = fields(call('GET', key))
+  local debt = 0
+  if q then
+    debt = (q - t) * limit + (r or 0)
+    if debt < 0 then debt = 0 end
+  end
+  debt = debt + delta * w
+  if debt <= 0 then
+    if q then call('DEL', key) end
+    return
+  end
+  local dq = debt / limit
+  dq = dq - dq % 1
+  local rest = debt - dq * limit
+  local value = rest == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, rest)
+  local quantum = burst * w / limit / 64
+  quantum = quantum - quantum % 1
+  if quantum < 1 then quantum = 1 end
+  local after = -(rest > 0 and t + dq + 1 or t + dq)
+  put(key, value, false, (after % quantum - after - t) / 1000)
+end

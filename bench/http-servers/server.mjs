@@ -3,6 +3,8 @@
 // x-client-id header with its own key option, allows LIMIT per WINDOW_MS (high enough never to deny
 // in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
 // Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort] [json|text]
+// sluice-redis-settle: cost 2 settled to 1 after each response (one refund, an adjust script call, per
+// request); sluice-redis-skip-failed: skipFailedRequests (every response succeeds: the cost of watching).
 // Sends { port } over IPC once it listens on 127.0.0.1 and its Redis client is ready; exits with its parent.
 // Answers 'cpu' with its process.cpuUsage(), 'events' with sluice's event counts since the last 'events'.
 import Redis from 'ioredis';
@@ -33,11 +35,17 @@ async function redisClient() {
 const events = {};
 async function sluiceOptions(key) {
   const { memoryStore, redisStore } = await import('@sluice/core');
-  const store = contender === 'sluice-redis' ? redisStore({ client: await redisClient() }) : memoryStore();
+  const store = contender !== 'sluice-memory' ? redisStore({ client: await redisClient() }) : memoryStore();
   const onEvent = (event) => {
     events[event.type] = (events[event.type] ?? 0) + 1;
   };
-  return { policy, store, key, onEvent };
+  const extra =
+    contender === 'sluice-redis-settle'
+      ? { cost: 2, settle: () => 1 }
+      : contender === 'sluice-redis-skip-failed'
+        ? { skipFailedRequests: true }
+        : {};
+  return { policy, store, key, onEvent, ...extra };
 }
 
 async function express() {
@@ -46,7 +54,7 @@ async function express() {
   app.set('etag', false);
   app.disable('x-powered-by');
   const key = (req) => req.headers[HEADER];
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/express');
     app.use(rateLimit(await sluiceOptions(key)));
   } else if (contender === 'express-rate-limit') {
@@ -76,7 +84,7 @@ async function fastify() {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   const key = (request) => request.headers[HEADER];
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/fastify');
     await app.register(rateLimit, await sluiceOptions(key));
   } else if (contender === '@fastify/rate-limit') {
@@ -93,7 +101,7 @@ async function koa() {
   const { default: Router } = await import('@koa/router');
   const app = new Koa();
   const key = (ctx) => ctx.get(HEADER);
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/koa');
     app.use(rateLimit(await sluiceOptions(key)));
   } else if (contender === 'koa-ratelimit') {

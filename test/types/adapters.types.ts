@@ -178,3 +178,42 @@ void fastifyTypes;
   // @ts-expect-error Koa takes no express-rate-limit spellings
   koaRateLimit({ windowMs: 1000, max: 5 });
 }
+
+// ------------------------------------------------------------------ settle, skip options, concurrent policies
+{
+  expressRateLimit({
+    policy: ['1000/1d', { concurrent: 5, lease: '30s' }],
+    cost: 100,
+    settle: (req, res) => (res.locals.tokens as number | undefined) ?? (req.method === 'GET' ? 1 : undefined),
+    skipFailedRequests: true,
+    requestWasSuccessful: (_req, res) => res.statusCode < 500,
+  });
+  expressRateLimit({ policy: '10/1m', skipSuccessfulRequests: true, settle: async () => 3 });
+  // @ts-expect-error settle returns a number or undefined
+  expressRateLimit({ policy: '1/s', settle: () => 'all' });
+  // @ts-expect-error skipFailedRequests is a boolean
+  expressRateLimit({ policy: '1/s', skipFailedRequests: 'yes' });
+
+  const app = Fastify();
+  app.register(fastifyRateLimit, {
+    policy: '100/1m',
+    settle: (request, reply) => (reply.statusCode === 200 ? Number(request.headers['x-used'] ?? 1) : 0),
+    requestWasSuccessful: (_request, reply) => reply.statusCode < 400,
+  });
+  // @ts-expect-error requestWasSuccessful returns a boolean
+  app.register(fastifyRateLimit, { policy: '1/s', requestWasSuccessful: () => 1 });
+
+  koaRateLimit({ policy: '100/1m', settle: (ctx) => (ctx.status === 200 ? 2 : undefined), skipFailedRequests: true });
+  koaRateLimit({ policy: '100/1m', requestWasSuccessful: (ctx) => ctx.status < 400 });
+
+  const limiter = createLimiter({ policy: ['100/1m', { concurrent: 2 }] });
+  limiter.consume('k').then(async (d) => {
+    await d.release?.();
+  });
+  limiter.consume('k', { id: 'job-1', cost: 2 });
+  limiter.adjust('k', -1, { policy: '100/1m' });
+  // @ts-expect-error concurrent is a number of slots
+  createLimiter({ policy: { concurrent: '2' } });
+  // @ts-expect-error 'concurrent' is not a rate algorithm
+  createLimiter({ policy: { limit: 2, window: '1m', algorithm: 'concurrent' } });
+}

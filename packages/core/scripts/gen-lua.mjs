@@ -1,5 +1,6 @@
 // lua/ is the one source of every script. This builds the decide script from it: prelude.lua, every
-// algorithm file (the others), ALGORITHMS (each algorithm's function by the code its file declares)
+// algorithm file (the others), ALGORITHMS (each algorithm's function by the code its file declares),
+// ADJUSTS (its <name>_adjust function: charge without a check, refund, or give a slot back)
 // and decide.lua, and writes it with the algorithm codes to src/lua.generated.ts, so the built package
 // carries it and works on its own, from ESM and CJS alike. Runs on `pnpm install` and on every build.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,9 +18,12 @@ const algorithms = readdirSync(dir)
     const fn = name.replaceAll('-', '_');
     if (!code) throw new Error(`lua/${file}: no '-- code: xx' line`);
     if (!source.includes(`local function ${fn}(`)) throw new Error(`lua/${file}: no 'local function ${fn}('`);
+    if (!source.includes(`local function ${fn}_adjust(`)) throw new Error(`lua/${file}: no 'local function ${fn}_adjust('`);
     return { name, code, fn, source };
   });
-const table = `local ALGORITHMS = { ${algorithms.map((a) => `${a.code} = ${a.fn}`).join(', ')} }\n`;
+const table =
+  `local ALGORITHMS = { ${algorithms.map((a) => `${a.code} = ${a.fn}`).join(', ')} }\n` +
+  `local ADJUSTS = { ${algorithms.map((a) => `${a.code} = ${a.fn}_adjust`).join(', ')} }\n`;
 const script = [read('prelude.lua'), ...algorithms.map((a) => a.source), table, read('decide.lua')].join('\n');
 const codes = Object.fromEntries(algorithms.map((a) => [a.name, a.code]));
 writeFileSync(

@@ -8,8 +8,9 @@ import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
 import { type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
 import { LIMITER_OPTION_NAMES } from './limiter-options.js';
-import { checkNames, isFunction, type OptionSpec, resolve } from './options.js';
+import { checkNames, isBoolean, isFunction, type OptionSpec, resolve } from './options.js';
 import type { PolicyInput } from './policy.js';
+import { settleAfter } from './settle.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -19,8 +20,11 @@ export type LimitedBody = string | Record<string, unknown>;
 /** A request's own policies (its plan): one policy or several, chosen from the request; may be async. */
 export type PolicyOf<Req> = (req: Req) => Awaitable<PolicyInput | PolicyInput[]>;
 
-/** The options every adapter takes, for a request type `Req`, but where its policy comes from. */
-export interface HttpLimitOptions<Req> extends Omit<Partial<LimiterOptions>, 'policy'> {
+/**
+ * The options every adapter takes, for a request type `Req` and a response type `Res` (Koa has none:
+ * its functions get the context alone), but where its policy comes from.
+ */
+export interface HttpLimitOptions<Req, Res = undefined> extends Omit<Partial<LimiterOptions>, 'policy'> {
   /**
    * One policy, or several (as in createLimiter), or a function of the request that returns them (per
    * plan: `(req) => plans[req.user.plan]`, may be async; also with a shared `limiter`). Give this, or `limiter`.
@@ -44,6 +48,19 @@ export interface HttpLimitOptions<Req> extends Omit<Partial<LimiterOptions>, 'po
   message?: LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>);
   /** Prefix length that groups IPv6 clients in the default key; false keeps whole addresses. Default 56. */
   ipv6Subnet?: number | false;
+  /**
+   * The request's real cost, known once the response has finished or the connection closed (tokens an
+   * LLM call used): the charge moves to it, up (a debt later requests wait out) or down (a refund).
+   * Runs once per allowed request, may be async; undefined keeps the charge. An error in it never
+   * touches the response: it is reported as a 'settle-error' event. Default none.
+   */
+  settle?: (req: Req, res: Res) => Awaitable<number | undefined>;
+  /** express-rate-limit: refund a request that failed (requestWasSuccessful false, or aborted by the client). Default false. */
+  skipFailedRequests?: boolean;
+  /** express-rate-limit: refund a request that succeeded. Default false. */
+  skipSuccessfulRequests?: boolean;
+  /** express-rate-limit: whether a finished request succeeded, for the two skip options. Default: status below 400. */
+  requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
 }
 
 /** Where an adapter's policy comes from, for types: `policy` or a shared `limiter` (a middleware without either does not type-check). */
@@ -83,10 +100,25 @@ export interface HttpVerdict {
   /** Rate-limit headers to set, Retry-After included when limited. */
   headers: Record<string, string>;
   limited: boolean;
+  /** The limiter's key it was counted under (scope and client) and what it was charged. */
+  key: string;
+  cost: number;
+  /** The request's own policies (a `policy` function's answer), when not the limiter's. */
+  policy?: PolicyInput | PolicyInput[];
+}
+
+/** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */
+export interface RawResponse {
+  readonly statusCode: number;
+  /** True once the whole response went out ('finish'). */
+  readonly writableFinished: boolean;
+  /** True once the connection closed, whether or not the response went out. */
+  readonly destroyed: boolean;
+  once(event: 'close', listener: () => void): unknown;
 }
 
 /** One adapter middleware's resolved options and limiter. */
-export interface HttpLimit<Req> {
+export interface HttpLimit<Req, Res = undefined> {
   readonly limiter: Limiter;
   /**
    * Decides for one request; undefined when `skip` says so. `route` names the default counter
@@ -95,6 +127,12 @@ export interface HttpLimit<Req> {
   check(req: Req, route: string, ip: () => string | undefined): Promise<HttpVerdict | undefined>;
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
+  /**
+   * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
+   * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
+   * options). Costs nothing when there is neither.
+   */
+  track(verdict: HttpVerdict, req: Req, res: Res, raw: RawResponse): void;
 }
 
 /** The adapter kit's own options, each once: its default, its check, its doc line. */
@@ -161,6 +199,14 @@ const ADAPTER_OPTIONS = {
       return v as number | false;
     },
   } as OptionSpec<number | false>,
+  settle: { doc: "the request's real cost after the response; default none", check: isFunction } as OptionSpec<
+    ((req: unknown, res: unknown) => Awaitable<number | undefined>) | undefined
+  >,
+  skipFailedRequests: { doc: 'refund failed and aborted requests; default false', default: false, check: isBoolean },
+  skipSuccessfulRequests: { doc: 'refund successful requests; default false', default: false, check: isBoolean },
+  requestWasSuccessful: { doc: 'whether a request succeeded; default status < 400', check: isFunction } as OptionSpec<
+    ((req: unknown, res: unknown) => Awaitable<boolean>) | undefined
+  >,
 } satisfies { [K in Exclude<keyof HttpLimitOptions<unknown>, keyof LimiterOptions>]-?: OptionSpec<unknown> };
 
 /** The peer spellings (checked where they are turned into a policy, a key and a headers mode). */
@@ -214,7 +260,10 @@ export interface AdapterOwn {
  * Resolves an adapter's options once, at construction: bad options throw here naming the option.
  * @example const limit = httpLimit<Request>({ policy: '100/1m' }, { own: ['onLimited'] }); const v = await limit.check(req, 'GET /', () => req.ip);
  */
-export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Req>, adapter: AdapterOwn = {}): HttpLimit<Req> {
+export function httpLimit<Req, Res = undefined>(
+  options: HttpLimitOptions<Req, Res> & PeerSpellings<Req>,
+  adapter: AdapterOwn = {},
+): HttpLimit<Req, Res> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const o = options as Record<string, unknown>;
   const peers = adapter.peers ?? PEER_NAMES;
@@ -246,6 +295,14 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
     limiter = createLimiter(limiterOptions as unknown as LimiterOptions);
   }
   const theLimiter = limiter;
+  const after = settleAfter<Req, Res>(theLimiter, a);
+  if (after !== undefined && typeof limiterOptions.shards === 'number' && limiterOptions.shards > 1) {
+    badOption(
+      'shards',
+      '1 with settle, skipFailedRequests or skipSuccessfulRequests (a charge went to one shard at random)',
+      limiterOptions.shards,
+    );
+  }
 
   return {
     limiter: theLimiter,
@@ -273,8 +330,36 @@ export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Re
             : chosen;
         charge = { ...charge, policy: policy as PolicyInput | PolicyInput[] };
       }
-      const decision = await theLimiter.consume(scopedKey(counter, client), charge);
-      return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
+      const scoped = scopedKey(counter, client);
+      const decision = await theLimiter.consume(scoped, charge);
+      const limited = !decision.allowed;
+      const verdict: HttpVerdict = {
+        decision,
+        headers: rateLimitHeaders(decision, { headers: mode }),
+        limited,
+        key: scoped,
+        cost: charge?.cost ?? 1,
+      };
+      // A settle adjusts the request's own policies, not the limiter's.
+      if (charge?.policy !== undefined) verdict.policy = charge.policy;
+      return verdict;
+    },
+    track(verdict, req, res, raw) {
+      const { decision } = verdict;
+      // Nothing was charged when shadow mode let a denial through or the store was down and open.
+      const charged = after !== undefined && decision.allowed && decision.shadowed !== true && decision.source !== 'fail-open';
+      const release = decision.release;
+      if (!charged && release === undefined) return;
+      const end = () => {
+        if (release !== undefined) void release();
+        if (charged) after(verdict, req, res, raw);
+      };
+      // Closed before we got here (the client left while the limiter decided): 'close' will not come.
+      if (raw.destroyed) return end();
+      // 'close' comes once for every response, after 'finish' or without it (the client left), always
+      // since Node 11: one listener, and writableFinished tells the two apart. (express-rate-limit
+      // refunded on 'close' as if it meant a failure, so it refunded successful requests too.)
+      raw.once('close', end);
     },
     async limitedResponse(decision, req) {
       const body = typeof message === 'function' ? await message(decision, req) : (message ?? problem(decision, status));

@@ -12,6 +12,7 @@ export type {
   PeerSpellings,
   PolicyGiven,
   PolicyOf,
+  RawResponse,
 } from './adapter-kit.js';
 export { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
 export { badOption } from './errors.js';

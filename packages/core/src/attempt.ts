@@ -11,6 +11,10 @@ export interface Attempt {
   readonly cost: number;
   /** Read without charging. */
   readonly peek: boolean;
+  /** An idempotent consume's id: a retry of an id already charged is allowed and charges nothing. */
+  readonly id?: string;
+  /** The concurrent slot it takes, when a policy counts requests in flight: a unique id. */
+  readonly slot?: string;
   /** The decision made for it goes to the caller as it is, so the stage that makes it also finishes it (shadow mode, the denied event). */
   readonly final: boolean;
 }

@@ -5,7 +5,7 @@ import { type Duration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { memoryStore } from './memory-store.js';
 import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, type Resolved, resolve } from './options.js';
-import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
 import type { Store } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
@@ -13,7 +13,8 @@ export type FailMode = 'open' | 'closed';
 
 /** Something worth a log line or a metric. */
 export interface LimiterEvent {
-  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied';
+  /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
+  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied' | 'settle-error';
   /** The limiter's key namespace (its `prefix`); for a breaker event, the first of `prefixes`. */
   prefix: string;
   /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
@@ -169,10 +170,12 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
   const o = resolve(LIMITER_OPTIONS, options);
+  if (o.prefilter && isConcurrent(o.prefilter)) badOption('prefilter', 'a rate policy, not { concurrent }', 'a concurrent policy');
   if (o.policy !== undefined) {
     const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
     if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
   }
+  // Concurrent policies with shards or a prefilter are refused where every policy set is made (policy-set.ts).
   return {
     ...o,
     store: o.store ?? memoryStore(),

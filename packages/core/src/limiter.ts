@@ -1,26 +1,30 @@
 // createLimiter: the stages a consume goes through, in order —
-//   resolved options (limiter-options.ts)
+//   resolved options (limiter-options.ts) and the call's policy set (policy-set.ts: the limiter's, or a plan)
 //   -> prefilter (prefilter.ts): a local first tier, when configured
 //   -> shard (shards.ts): which sub-key of a hot key
 //   -> deny cache (deny-cache.ts): a denial the store gave lately, answered here
 //   -> store call (store-call.ts): deadline and breaker
 //   -> fail mode (fail-mode.ts): the decision when the store cannot answer
-//   -> finish: shadow mode and the denied event.
-// Every decision is also published on the diagnostics channel sluice:decision, every event on sluice:event.
+//   -> finish: concurrent slots (slots.ts), shadow mode and the denied event.
+// adjust() is adjust.ts. Every decision is also published on the diagnostics channel sluice:decision,
+// every event on sluice:event.
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
+import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
 import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { badOption, describe, SluiceError } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
-import { fallbackTag, keyTag, shardTag, storeKey } from './keys.js';
+import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
 import type { Policy, PolicyInput } from './policy.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
+import { REPORT } from './report.js';
+import { createSlots, type Slots } from './slots.js';
 import type { StoreRequest } from './store.js';
 import { createStoreCall } from './store-call.js';
 
@@ -30,9 +34,18 @@ export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.j
 export interface Limiter {
   /**
    * Charges `cost` (default 1) to `key` if every policy allows it: the limiter's, or `policy`, this call's
-   * own (a plan). Never rejects on a store failure.
+   * own (a plan). Never rejects on a store failure. With `id`, idempotent: a consume whose id was already
+   * charged for this key (within the longest window) is allowed again and charges nothing; a denied one
+   * recorded nothing. With a concurrent policy, an allowed Decision holds a slot until its `release()`.
    */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Moves `key`'s charge by `delta` on every rate policy (the limiter's, or `policy`), atomically: delta > 0
+   * charges without a check (a debt that later requests wait out), delta < 0 refunds, never past full.
+   * Returns the Decision after it, as a peek would see it. A store failure goes to the fail mode.
+   * @example await limiter.adjust(user, usedTokens - estimate)
+   */
+  adjust(key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
   /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
   peek(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
   /**
@@ -53,6 +66,8 @@ export interface ConsumeOptions {
    * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
    */
   policy?: PolicyInput | PolicyInput[];
+  /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */
+  id?: string;
 }
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
@@ -68,7 +83,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const o = resolveLimiterOptions(options);
   const { prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
-  const setOptions = { shards: o.shards, fallback: o.fallback };
+  const setOptions = { shards: o.shards, fallback: o.fallback, prefilter: o.prefilter !== undefined };
   const own = o.policy && policySet(o.policy, setOptions, '', 'policy');
   const calls = createPolicyCache(own, setOptions);
   const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
@@ -85,6 +100,30 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
 
+  // Concurrent slots, per policy set that has any (made when first used).
+  const slotsBySet = new WeakMap<PolicySet, Slots>();
+  const slotsOf = (set: PolicySet): Slots => {
+    let slots = slotsBySet.get(set);
+    if (slots === undefined) {
+      const fallbackLocal = o.failMode === 'closed' ? local : undefined;
+      slots = createSlots({ prefix, policies: set.policies, fallback: set.fallback, local: fallbackLocal, storeCall, clock, emit });
+      slotsBySet.set(set, slots);
+    }
+    return slots;
+  };
+  const hold = (decision: Decision, attempt: Attempt): Decision =>
+    attempt.slot === undefined ? decision : slotsOf(attempt.set).hold(decision, attempt);
+
+  /** The deny-cache tag of a key's shard under a set: a call's policies keep their denials apart ('{' is in no tag). */
+  const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);
+  /** Forgets every known set's denials of a key: sets share counters (a policy in two plans, a quota under two limits). */
+  function forgetDenials(tag: string): void {
+    if (!denyCache) return;
+    for (const set of [...(own ? [own] : []), ...calls.sets()]) {
+      for (let s = 0; s < set.shards.count; s++) denyCache.delete(deniedTag(shardTag(tag, s, set.shards.count), set));
+    }
+  }
+
   /** Shadow mode and the denied event, once per decision that goes to the caller. */
   function finish(key: string, decision: Decision): Decision {
     if (decision.allowed) return decision;
@@ -97,25 +136,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   const withoutStore = (attempt: Attempt): Promise<Decision> =>
-    attempt.final ? failMode(attempt).then((d) => finish(attempt.key, d)) : failMode(attempt);
+    attempt.final
+      ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt)))
+      : attempt.slot === undefined
+        ? failMode(attempt)
+        : failMode(attempt).then((d) => hold(d, attempt));
 
   /**
    * One shard's decision: the deny cache's, the store's, or the fail mode's. The fast path: not async,
    * and one promise per call, since it is on every decision's path.
    */
   function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
-    const { shards, policies, id } = attempt.set;
+    const { set } = attempt;
+    const { shards, policies } = set;
     const tag = shardTag(attempt.tag, shard, shards.count);
-    // A call's policies keep their denials apart from the limiter's and each other's ('{' is in no tag).
-    const denied = id === '' ? tag : `${tag}{${id}`;
+    const denied = deniedTag(tag, set);
     const now = clock();
-    if (denyCache && !attempt.peek) {
+    // An id the store already charged is allowed there: the deny cache must not answer for it.
+    if (denyCache && !attempt.peek && attempt.id === undefined) {
       const cached = denyCache.get(denied, attempt.cost, now);
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
     if (!storeCall.allow(now)) return withoutStore(attempt);
     const ps = shards.policies[shard] as readonly Policy[];
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
+    if (set.hasSlots && !attempt.peek) request.slot = attempt.slot;
+    if (attempt.id !== undefined) {
+      (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
+      request.idTtlMs = set.idTtlMs;
+    }
     return new Promise<Decision>((resolve, reject) => {
       storeCall.decide(request, now, (error, reply, latencyMs) => {
         if (reply === undefined) {
@@ -124,10 +173,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
           return;
         }
         try {
-          const decision = toDecision(policies, reply, 'store', shards.scales[shard]);
+          const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
           if (denyCache && !reply.allowed && !attempt.peek) {
-            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), attempt.set.denyHoldMs));
+            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), set.denyHoldMs));
           }
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
         } catch (e) {
@@ -145,9 +194,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const denied = await prefilter(attempt);
       if (denied) return finish(attempt.key, denied);
     }
-    const first = shards.pick();
+    // An id's record lives in one shard: its retries go there, and only there.
+    const first = attempt.id === undefined ? shards.pick() : shards.of(attempt.id);
     const decision = await decideShard(attempt, first);
-    if (decision.allowed || shards.count === 1 || (decision.source !== 'store' && decision.source !== 'deny-cache')) {
+    if (
+      decision.allowed ||
+      shards.count === 1 ||
+      attempt.id !== undefined ||
+      (decision.source !== 'store' && decision.source !== 'deny-cache')
+    ) {
       return finish(attempt.key, decision);
     }
     const second = await decideShard(attempt, shards.other(first));
@@ -168,20 +223,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return own;
   }
 
-  return {
+  const adjust = createAdjust({ options: o, local, storeCall, emit, setOf, forgetDenials });
+
+  const limiter: Limiter = {
     consume(key, options) {
       let cost: number;
       let set: PolicySet;
+      let id: string | undefined;
       try {
         checkKey(key);
         set = setOf(options?.policy);
         cost = checkCost(options?.cost, set.policies, set.capacity);
+        id = options?.id;
+        if (id !== undefined) checkId(id, set.hasSlots);
       } catch (error) {
         return Promise.reject(error);
       }
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const direct = !prefilter && set.shards.count === 1;
-      const attempt: Attempt = { set, key, tag: keyTag(key), cost, peek: false, final: direct };
+      const attempt: Attempt =
+        id === undefined && !set.hasSlots
+          ? { set, key, tag: keyTag(key), cost, peek: false, final: direct }
+          : { set, key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: set.hasSlots ? slotsOf(set).next() : undefined };
       const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
@@ -194,21 +257,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return started < 0 ? decision : observed(key, started, decision);
     },
 
+    async adjust(key, delta, options) {
+      checkKey(key);
+      return adjust(key, delta, options);
+    },
+
     async reset(key, options) {
       checkKey(key);
       const tag = keyTag(key);
       const known = [...(own ? [own] : []), ...calls.sets()];
       const sets = options?.policy !== undefined ? [setOf(options.policy)] : known;
-      // Every known set's denials of the key go, not only the reset one's: sets share counters (a
-      // policy in two plans, a calendar quota under two limits), and none may deny what the store allows.
-      if (denyCache) {
-        for (const set of known) {
-          for (let s = 0; s < set.shards.count; s++) {
-            const t = shardTag(tag, s, set.shards.count);
-            denyCache.delete(set.id === '' ? t : `${t}{${set.id}`);
-          }
-        }
-      }
+      // Every known set's denials of the key go, not only the reset one's.
+      forgetDenials(tag);
       if (local) {
         const fallbacks = new Set(sets.flatMap((set) => keysOf(fallbackTag(tag), set.fallback)));
         await local.reset([...fallbacks, ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
@@ -233,6 +293,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (o.ownStore) await store.close();
     },
   };
+  Object.defineProperty(limiter, REPORT, { value: emit });
+  return limiter;
 }
 
 function checkKey(key: unknown): string {
@@ -240,6 +302,11 @@ function checkKey(key: unknown): string {
   // An empty key would count every such caller in one shared bucket.
   if (key === '') throw new SluiceError('ERR_SLUICE_KEY', 'key must be a non-empty string, got ""');
   return key;
+}
+
+function checkId(id: unknown, concurrent: boolean): void {
+  if (typeof id !== 'string' || id === '') badOption('id', 'a non-empty string', id);
+  if (concurrent) badOption('id', 'absent on a limiter with a concurrent policy (a retry of a charged id would hold no slot)', id);
 }
 
 function checkCost(cost: unknown, policies: readonly Policy[], capacity: PolicySet['capacity']): number {

@@ -1,7 +1,7 @@
 // Policy sets: the policies one consume is decided by — the limiter's own, or a call's `policy` (plans,
 // tiers) — with what the stages need of them, built once per distinct input and kept in a bounded cache.
 import { badOption } from './errors.js';
-import { type Policy, parsePolicies } from './policy.js';
+import { isConcurrent, type Policy, parsePolicies } from './policy.js';
 import { createShards, type Shards } from './shards.js';
 
 /** The policies of one consume, and what the limiter's stages need of them. */
@@ -24,6 +24,10 @@ export interface PolicySet {
   readonly denyHoldMs: number;
   /** The largest cost that can ever pass, and the policy that bounds it: the smallest capacity of any policy of any shard. */
   readonly capacity: { readonly cost: number; readonly policy: Policy };
+  /** A consume takes a concurrent slot: a policy (or a fallback policy) counts requests in flight. */
+  readonly hasSlots: boolean;
+  /** How long an id's record lasts: the longest window of the rate policies. */
+  readonly idTtlMs: number;
 }
 
 /** A quota's denial is held locally for at most a minute. */
@@ -32,11 +36,12 @@ const QUOTA_DENY_HOLD_MS = 60_000;
 /** Most distinct policy inputs kept parsed; past it the oldest goes (a plan per user is parsed again). */
 const MAX_SETS = 1000;
 
-/** The options a set is built with: the limiter's shards and its explicit fallback. */
+/** The options a set is built with: the limiter's shards, its explicit fallback, and whether it has a prefilter. */
 export interface PolicySetOptions {
   shards: number;
   /** The limiter's `fallback` option, when given. */
   fallback: readonly Policy[] | undefined;
+  prefilter: boolean;
 }
 
 /** A set for `policies`; throws naming `option` when the limiter's shards cannot split them. */
@@ -45,9 +50,25 @@ export function policySet(policies: readonly Policy[], o: PolicySetOptions, id: 
   if (o.shards > most) {
     badOption(option, `limits of at least ${o.shards} (the limiter's shards: each needs a share)`, `a limit of ${most}`);
   }
+  if (policies.some(isConcurrent)) {
+    // A slot lives in one place, taken and given back there: not split over shards, not behind a local tier.
+    if (o.shards > 1) badOption('shards', '1 with a concurrent policy (a slot is held in one place)', o.shards);
+    if (o.prefilter)
+      badOption('prefilter', 'absent with a concurrent policy (its local charge is not given back with the slot)', 'a policy');
+  }
   const denyHoldMs = policies.some((p) => p.period !== undefined) ? QUOTA_DENY_HOLD_MS : Number.POSITIVE_INFINITY;
   const shards = createShards(policies, o.shards);
-  return { policies, shards, fallback: o.fallback ?? policies, id, denyHoldMs, capacity: capacityOf(shards.policies) };
+  const fallback = o.fallback ?? policies;
+  return {
+    policies,
+    shards,
+    fallback,
+    id,
+    denyHoldMs,
+    capacity: capacityOf(shards.policies),
+    hasSlots: policies.some(isConcurrent) || fallback.some(isConcurrent),
+    idTtlMs: longestWindow(policies),
+  };
 }
 
 /**
@@ -132,14 +153,25 @@ function objectKey(o: unknown): string | undefined {
   return `${key}}`;
 }
 
-/** The largest cost that can ever pass: the smallest capacity of any policy (of any shard). */
+/**
+ * The largest cost that can ever pass: the smallest capacity of any rate policy (of any shard). A
+ * concurrent policy holds one slot whatever the cost, so it bounds none.
+ */
 function capacityOf(shards: readonly (readonly Policy[])[]): { cost: number; policy: Policy } {
-  let least: { cost: number; policy: Policy } | undefined;
+  let least = { cost: Number.POSITIVE_INFINITY, policy: shards[0]?.[0] as Policy };
   for (const ps of shards) {
     for (const p of ps) {
+      if (isConcurrent(p)) continue;
       const cost = p.algorithm === 'token-bucket' ? p.burst : p.limit;
-      if (least === undefined || cost < least.cost) least = { cost, policy: p };
+      if (cost < least.cost) least = { cost, policy: p };
     }
   }
-  return least as { cost: number; policy: Policy };
+  return least;
+}
+
+/** The longest window of the rate policies (at least 1 ms): how long an id's record lasts. */
+export function longestWindow(policies: readonly Policy[]): number {
+  let most = 1;
+  for (const p of policies) if (!isConcurrent(p) && p.windowMs > most) most = p.windowMs;
+  return most;
 }

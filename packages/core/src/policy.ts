@@ -9,12 +9,13 @@ export type { CalendarPeriod } from './algorithms/calendar-periods.js';
 export type { Algorithm } from './algorithms/index.js';
 export { ALGORITHM_CODES };
 
-/** The algorithms a policy names; 'calendar' is chosen by a calendar window ('day', 'week', 'month'). */
-export type RateAlgorithm = Exclude<Algorithm, 'calendar'>;
+/** The algorithms a policy names; 'calendar' is chosen by a calendar window ('day', 'week', 'month'), 'concurrent' by `{ concurrent }`. */
+export type RateAlgorithm = Exclude<Algorithm, 'calendar' | 'concurrent'>;
 
 /**
  * A policy: '100/1m', '10/s', '5/15m' (a bare unit means 1 of it), a calendar quota in UTC ('1000/day',
- * '5000/week', '50000/month'), or an object.
+ * '5000/week', '50000/month'), an object, or a concurrent policy `{ concurrent: 5, lease: '30s' }`: at
+ * most 5 requests in flight, each slot given back by Decision.release() or freed when its lease ends.
  */
 export type PolicyInput =
   | `${number}/${string}`
@@ -26,6 +27,14 @@ export type PolicyInput =
       /** IANA time zone of the periods, e.g. 'America/New_York'. Default 'UTC'. */
       timeZone?: string;
       /** Shown in RateLimit-Policy. Default derived, e.g. '1000-per-day' or '1000-per-day@Europe/Berlin'. */
+      name?: string;
+    }
+  | {
+      /** Most requests in flight: a positive integer. */
+      concurrent: number;
+      /** How long a slot not released stays held (a crashed process's slot comes back after it). Default '30s'. */
+      lease?: Duration;
+      /** Shown in RateLimit-Policy. Default e.g. '5-in-flight'. */
       name?: string;
     }
   | {
@@ -44,7 +53,9 @@ export type PolicyInput =
 /** A validated policy, as stores see it. */
 export interface Policy {
   readonly name: string;
+  /** Units per window; for a concurrent policy, slots. */
   readonly limit: number;
+  /** The window; for a concurrent policy, the lease. */
   readonly windowMs: number;
   readonly algorithm: Algorithm;
   readonly burst: number;
@@ -76,6 +87,7 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     if (!m) badOption(option, "a string like '100/1m' or an object { limit, window }", input);
     raw = { limit: Number(m[1]), window: m[2] };
   } else if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    if ('concurrent' in input) return parseConcurrent(input, option);
     // A plain object's fields are all the policy's; a class instance may hold others (getters read below).
     const proto = Object.getPrototypeOf(input);
     if (proto === Object.prototype || proto === null) checkNames(input, POLICY_FIELDS, 'a policy field', `${option}.`);
@@ -102,9 +114,11 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     badOption(`${option}.timeZone`, "used only with a calendar window ('day', 'week' or 'month')", raw.timeZone);
   const windowMs = parseDuration(raw.window, `${option}.window`);
   const algorithm = raw.algorithm ?? 'token-bucket';
-  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
-    const close = typeof algorithm === 'string' ? nearest(algorithm, Object.keys(ALGORITHM_CODES)) : undefined;
-    badOption(`${option}.algorithm`, `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`, algorithm, close && `did you mean ${close}?`);
+  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES) || algorithm === 'concurrent') {
+    const names = Object.keys(ALGORITHM_CODES).filter((a) => a !== 'concurrent' && a !== 'calendar');
+    const close = typeof algorithm === 'string' ? nearest(algorithm, names) : undefined;
+    const hint = close ? `did you mean ${close}?` : 'for requests in flight: { concurrent: N }';
+    badOption(`${option}.algorithm`, `one of ${names.join(', ')}`, algorithm, hint);
   }
   if (algorithm === 'sliding-log' && (limit as number) > SLIDING_LOG_MAX) {
     badOption(
@@ -154,6 +168,23 @@ function calendarPolicy(
   const id = `${ALGORITHM_CODES.calendar}${period}@${timeZone}`;
   return { name, limit, windowMs: NOMINAL_MS[period], algorithm: 'calendar', burst: limit, id, period, timeZone };
 }
+
+const LEASE_MS = 30_000;
+
+/** `{ concurrent, lease?, name? }`: slots as its limit, the lease as its window. */
+function parseConcurrent(raw: { concurrent?: unknown; lease?: unknown; name?: unknown }, option: string): Policy {
+  checkNames(raw, ['concurrent', 'lease', 'name'], 'a field of a concurrent policy', `${option}.`);
+  const limit = raw.concurrent;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    badOption(`${option}.concurrent`, 'a positive integer (most requests in flight)', limit);
+  }
+  const windowMs = raw.lease === undefined ? LEASE_MS : parseDuration(raw.lease, `${option}.lease`);
+  const name = checkName(raw.name ?? `${limit}-in-flight`, option);
+  return { name, limit, windowMs, algorithm: 'concurrent', burst: limit, id: `${ALGORITHM_CODES.concurrent}${limit}/${windowMs}` };
+}
+
+/** True for a policy that counts requests in flight. */
+export const isConcurrent = (p: Policy): boolean => p.algorithm === 'concurrent';
 
 /** Validates one policy or a non-empty list of them. */
 export function parsePolicies(input: unknown, option = 'policy'): Policy[] {

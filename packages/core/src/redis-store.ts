@@ -125,20 +125,29 @@ export function redisStore(options: RedisStoreOptions): Store {
     for (const { request } of batch) {
       const { policies } = request;
       for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
+      // An adjustment ('a'), or a consume with a slot or an id ('x'): runs alike carry one slot per decision.
+      const one = request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined;
+      if (one && request.idTtlMs !== undefined) keys.push(request.keys[policies.length] as string);
       if (
         shape !== undefined &&
         policies === shape.policies &&
         request.peek === shape.peek &&
-        (request.peek || request.cost === shape.cost)
+        (request.peek || request.cost === shape.cost) &&
+        request.delta === shape.delta &&
+        request.idTtlMs === shape.idTtlMs &&
+        (request.slot !== undefined) === (shape.slot !== undefined)
       ) {
         count++;
+        if (one) runs.push(request.slot ?? '');
         continue;
       }
       if (shape !== undefined) runs[countAt] = String(count);
       shape = request;
       count = 1;
       countAt = runs.length;
-      runs.push('', request.peek ? 'p' : 'c', request.peek ? '1' : String(request.cost), String(policies.length));
+      const op = request.delta !== undefined ? 'a' : one ? 'x' : request.peek ? 'p' : 'c';
+      const cost = request.delta ?? (request.peek ? 1 : request.cost);
+      runs.push('', op, String(cost), String(policies.length));
       for (const policy of policies) {
         let spec = specs.get(policy);
         if (spec === undefined) {
@@ -149,8 +158,9 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         runs.push(spec);
       }
+      if (one) runs.push(String(request.idTtlMs ?? 0), request.slot ?? '');
     }
-    runs[countAt] = String(count);
+    if (shape !== undefined) runs[countAt] = String(count);
     const numKeys = keys.length;
     const args = keys;
     args.push(clock ? String(wall) : '', String(specs.size));

@@ -10,6 +10,8 @@ export interface Shards {
   readonly scales: readonly (readonly number[] | undefined)[];
   /** A shard at random. */
   pick(): number;
+  /** The shard of an idempotent consume's id: always the same one, where its record lives. */
+  of(id: string): number;
   /** Another shard than `first`, at random: a hot key's shards drift apart, so one more try before a denial. */
   other(first: number): number;
 }
@@ -27,6 +29,12 @@ export function createShards(policies: readonly Policy[], count: number): Shards
     policies: each,
     scales: each.map((ps) => (count === 1 ? undefined : ps.map((p, i) => (policies[i] as Policy).limit / p.limit))),
     pick: () => (count === 1 ? 0 : Math.floor(Math.random() * count)),
+    of(id) {
+      // FNV-1a: any spread does, as long as one id always lands on one shard.
+      let h = 0x811c9dc5;
+      for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+      return (h >>> 0) % count;
+    },
     other: (first) => (first + 1 + Math.floor(Math.random() * (count - 1))) % count,
   };
 }

@@ -39,7 +39,7 @@ const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'l
  * Options of rateLimit(): every createLimiter option or `limiter`, the common adapter options, and express-rate-limit's
  * spellings. A policy is required: `policy`, `limiter`, or express-rate-limit's `limit` / `max` (with `windowMs`).
  */
-export type ExpressRateLimitOptions = HttpLimitOptions<Request> &
+export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
   ExpressPeers &
   ExpressOwnOptions &
   (PolicyGiven<Request> | { limit: number } | { max: number });
@@ -51,7 +51,7 @@ export type ExpressRateLimitOptions = HttpLimitOptions<Request> &
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const limit = httpLimit<Request>(options, { own: Object.keys(EXPRESS_OPTIONS), peers: PEERS });
+  const limit = httpLimit<Request, Response>(options, { own: Object.keys(EXPRESS_OPTIONS), peers: PEERS });
   const { onLimited } = resolve(EXPRESS_OPTIONS, options);
 
   return function sluiceRateLimit(req, res, next) {
@@ -65,7 +65,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
         const stacked = req.rateLimit !== undefined;
         req.rateLimit = verdict.decision;
         res.set(stacked ? stackHeaders(verdict.headers, (name) => res.getHeader(name)) : verdict.headers);
-        if (!verdict.limited) return next();
+        if (!verdict.limited) {
+          limit.track(verdict, req, res, res);
+          return next();
+        }
         if (onLimited) return onLimited(req, res, next, verdict.decision);
         limit.limitedResponse(verdict.decision, req).then((r) => {
           res.status(r.status).type(r.contentType).send(r.body);

@@ -19,7 +19,7 @@ import fp from 'fastify-plugin';
 type FastifyPeers = Pick<PeerSpellings<FastifyRequest>, 'max' | 'timeWindow'>;
 
 /** Options a route can override in `config: { rateLimit: { ... } }`. */
-export interface FastifyRateLimitRouteOptions extends HttpLimitOptions<FastifyRequest>, FastifyPeers {
+export interface FastifyRateLimitRouteOptions extends HttpLimitOptions<FastifyRequest, FastifyReply>, FastifyPeers {
   /** Answers a limited request instead of throwing the 429 error; headers and Retry-After are already set. */
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
 }
@@ -87,7 +87,7 @@ export class RateLimitError extends Error {
 }
 
 function makeHook(
-  limit: HttpLimit<FastifyRequest>,
+  limit: HttpLimit<FastifyRequest, FastifyReply>,
   url: string,
   onLimited: FastifyRateLimitRouteOptions['onLimited'],
 ): onRequestHookHandler {
@@ -96,7 +96,10 @@ function makeHook(
     if (verdict === undefined) return;
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
-    if (!verdict.limited) return;
+    if (!verdict.limited) {
+      limit.track(verdict, request, reply, reply.raw);
+      return;
+    }
     if (onLimited) {
       await onLimited(request, reply, verdict.decision);
       return reply;
@@ -114,7 +117,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (app.store === undefined && app.limiter === undefined) app.store = memoryStore();
   const own = { own: Object.keys(ROUTE_OPTIONS), peers: PEERS };
-  const appLimit = global ? httpLimit<FastifyRequest>(app, own) : undefined;
+  const appLimit = global ? httpLimit<FastifyRequest, FastifyReply>(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
@@ -123,7 +126,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
     const merged = config === undefined ? app : mergeHttpOptions(app, config);
-    const limit = config === undefined ? (appLimit as HttpLimit<FastifyRequest>) : httpLimit<FastifyRequest>(merged, own);
+    const limit =
+      config === undefined ? (appLimit as HttpLimit<FastifyRequest, FastifyReply>) : httpLimit<FastifyRequest, FastifyReply>(merged, own);
     const { onLimited } = resolve(ROUTE_OPTIONS, merged);
     const handler = makeHook(limit, route.url, onLimited);
     const existing = route[hook];

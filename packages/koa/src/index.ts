@@ -56,6 +56,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       ctx.body = response.body;
       return;
     }
+    // Koa's functions get the context alone: settle(ctx), requestWasSuccessful(ctx).
+    limit.track(verdict, ctx, undefined, ctx.res);
     try {
       await next();
     } catch (error) {

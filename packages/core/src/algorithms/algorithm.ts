@@ -17,4 +17,25 @@ export interface StepResult<S> {
  * One algorithm over its state. `apply` charges `cost` when it passes. Mirrors its lua/ file expression
  * by expression, so that the memory store and Redis decide the same on the same clock.
  */
-export type AlgorithmStep<S> = (state: S | undefined, now: number, p: Policy, cost: number, apply: boolean) => StepResult<S>;
+export type AlgorithmStep<S> = (
+  state: S | undefined,
+  now: number,
+  p: Policy,
+  cost: number,
+  apply: boolean,
+  /** The concurrent slot to take (the Lua's SLOT); only concurrent.ts reads it. */
+  slot?: string,
+) => StepResult<S>;
+
+/**
+ * The twin of a lua/ file's <name>_adjust: charges `delta` without a check, or refunds (delta < 0)
+ * never past full; a concurrent policy gives `slot` back. Returns the state to store and for how long,
+ * null when the key goes (as a DEL), undefined when nothing changes.
+ */
+export type AdjustStep<S> = (
+  state: S | undefined,
+  now: number,
+  p: Policy,
+  delta: number,
+  slot: string,
+) => { state: S; ttlMs: number } | null | undefined;
