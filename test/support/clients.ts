@@ -1,0 +1,127 @@
+// Every Redis client redisStore() takes, made the same way for the contract suites: each library's
+// defaults (offline queue, retries, reconnects), with only a short reconnect delay so that tests stay
+// quick, and an error listener so that a dropped connection is not an unhandled 'error' event.
+import type { RedisStoreOptions } from '@sluice/core';
+import Redis, { Cluster } from 'ioredis';
+import Redis6, { Cluster as Cluster6 } from 'ioredis6';
+import Valkey, { Cluster as ValkeyCluster } from 'iovalkey';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
+import { sleep } from './redis';
+
+type RedisClient = RedisStoreOptions['client'];
+
+/** A client under test and the ways a test waits for it and ends it. */
+export interface TestClient {
+  client: RedisClient;
+  /** Resolves once the client can send (its first connection, or a reconnection, is up). */
+  ready(withinMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ClientKind {
+  name: string;
+  /** Standalone on `port`. `connect: false` makes the client without waiting for it to connect. */
+  standalone(port: number, options?: { wait?: boolean }): Promise<TestClient>;
+  cluster(nodes: Array<{ host: string; port: number }>): Promise<TestClient>;
+  /** A client that follows Sentinel to the master `name`; undefined where the library has none in this suite. */
+  sentinel?(sentinels: Array<{ host: string; port: number }>, name: string): Promise<TestClient>;
+}
+
+const RETRY_MS = 50;
+
+type IoredisCtor = typeof Redis | typeof Redis6 | typeof Valkey;
+type IoredisClusterCtor = typeof Cluster | typeof Cluster6 | typeof ValkeyCluster;
+
+async function until(check: () => boolean, withinMs: number, what: string): Promise<void> {
+  const end = Date.now() + withinMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`${what} within ${withinMs} ms`);
+    await sleep(10);
+  }
+}
+
+function ioredisKind(name: string, RedisCtor: IoredisCtor, ClusterCtor: IoredisClusterCtor): ClientKind {
+  const wrap = async (client: Redis | Cluster, wait = true): Promise<TestClient> => {
+    client.on('error', () => {});
+    const t: TestClient = {
+      client: client as unknown as RedisClient,
+      ready: (withinMs = 10_000) => until(() => client.status === 'ready', withinMs, `${name} was not ready`),
+      async close() {
+        client.disconnect();
+      },
+    };
+    if (wait) await t.ready();
+    return t;
+  };
+  return {
+    name,
+    standalone: (port, options) =>
+      wrap(new (RedisCtor as typeof Redis)({ host: '127.0.0.1', port, retryStrategy: () => RETRY_MS }), options?.wait ?? true),
+    cluster: (nodes) => wrap(new (ClusterCtor as typeof Cluster)(nodes, { clusterRetryStrategy: () => RETRY_MS })),
+    sentinel: (sentinels, masterName) =>
+      wrap(
+        new (RedisCtor as typeof Redis)({
+          sentinels,
+          name: masterName,
+          retryStrategy: () => RETRY_MS,
+          sentinelRetryStrategy: () => RETRY_MS,
+        }),
+      ),
+  };
+}
+
+type NodeRedis = ReturnType<typeof createClient> | ReturnType<typeof createClient4>;
+type NodeRedisCluster = ReturnType<typeof createCluster> | ReturnType<typeof createCluster4>;
+
+function nodeRedisKind(
+  name: string,
+  make: typeof createClient | typeof createClient4,
+  makeCluster: typeof createCluster | typeof createCluster4,
+): ClientKind {
+  return {
+    name,
+    async standalone(port, options) {
+      const client = (make as typeof createClient)({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => RETRY_MS } }) as NodeRedis;
+      client.on('error', () => {});
+      // connect() goes on retrying until a server answers; the test decides whether to wait for it.
+      const connected = client.connect().catch(() => {});
+      const t: TestClient = {
+        client: client as unknown as RedisClient,
+        ready: (withinMs = 10_000) => until(() => client.isReady, withinMs, `${name} was not ready`),
+        async close() {
+          if (client.isOpen) await (client as ReturnType<typeof createClient>).disconnect().catch(() => {});
+        },
+      };
+      if (options?.wait ?? true) {
+        await connected;
+        await t.ready();
+      }
+      return t;
+    },
+    async cluster(nodes) {
+      const cluster = (makeCluster as typeof createCluster)({
+        rootNodes: nodes.map((n) => ({ socket: { host: n.host, port: n.port } })),
+        defaults: { socket: { reconnectStrategy: () => RETRY_MS } },
+      }) as NodeRedisCluster;
+      cluster.on('error', () => {});
+      await cluster.connect();
+      return {
+        client: cluster as unknown as RedisClient,
+        ready: (withinMs = 10_000) => until(() => cluster.isOpen, withinMs, `${name} cluster was not open`),
+        async close() {
+          await (cluster as ReturnType<typeof createCluster>).disconnect().catch(() => {});
+        },
+      };
+    },
+  };
+}
+
+/** Every client, in the order the suites run them. */
+export const CLIENT_KINDS: ClientKind[] = [
+  ioredisKind('ioredis 5', Redis, Cluster),
+  ioredisKind('ioredis 6', Redis6, Cluster6),
+  ioredisKind('iovalkey', Valkey, ValkeyCluster),
+  nodeRedisKind('node-redis 4', createClient4, createCluster4),
+  nodeRedisKind('node-redis 5', createClient, createCluster),
+];
