@@ -26,6 +26,11 @@ export interface ClientKind {
   cluster(nodes: Array<{ host: string; port: number }>): Promise<TestClient>;
   /** A client that follows Sentinel to the master `name`; undefined where the library has none in this suite. */
   sentinel?(sentinels: Array<{ host: string; port: number }>, name: string): Promise<TestClient>;
+  /**
+   * False where the Cluster client finds a promoted replica only once the dead master is back (as a
+   * replica, answering MOVED): node-redis 4, which cannot be asked to rediscover.
+   */
+  findsPromotedReplica: boolean;
 }
 
 const RETRY_MS = 50;
@@ -56,6 +61,7 @@ function ioredisKind(name: string, RedisCtor: IoredisCtor, ClusterCtor: IoredisC
   };
   return {
     name,
+    findsPromotedReplica: true,
     standalone: (port, options) =>
       wrap(new (RedisCtor as typeof Redis)({ host: '127.0.0.1', port, retryStrategy: () => RETRY_MS }), options?.wait ?? true),
     cluster: (nodes) => wrap(new (ClusterCtor as typeof Cluster)(nodes, { clusterRetryStrategy: () => RETRY_MS })),
@@ -78,9 +84,11 @@ function nodeRedisKind(
   name: string,
   make: typeof createClient | typeof createClient4,
   makeCluster: typeof createCluster | typeof createCluster4,
+  findsPromotedReplica: boolean,
 ): ClientKind {
   return {
     name,
+    findsPromotedReplica,
     async standalone(port, options) {
       const client = (make as typeof createClient)({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => RETRY_MS } }) as NodeRedis;
       client.on('error', () => {});
@@ -106,13 +114,18 @@ function nodeRedisKind(
       }) as NodeRedisCluster;
       cluster.on('error', () => {});
       await cluster.connect();
-      return {
+      // connect() resolves once the slots are known; each master's own connection comes up after.
+      const masters = () => (cluster as unknown as { masters: Array<{ client?: { isReady?: boolean } }> }).masters;
+      const t: TestClient = {
         client: cluster as unknown as RedisClient,
-        ready: (withinMs = 10_000) => until(() => cluster.isOpen, withinMs, `${name} cluster was not open`),
+        ready: (withinMs = 10_000) =>
+          until(() => cluster.isOpen && masters().every((m) => m.client?.isReady === true), withinMs, `${name} cluster was not ready`),
         async close() {
           await (cluster as ReturnType<typeof createCluster>).disconnect().catch(() => {});
         },
       };
+      await t.ready();
+      return t;
     },
   };
 }
@@ -122,6 +135,6 @@ export const CLIENT_KINDS: ClientKind[] = [
   ioredisKind('ioredis 5', Redis, Cluster),
   ioredisKind('ioredis 6', Redis6, Cluster6),
   ioredisKind('iovalkey', Valkey, ValkeyCluster),
-  nodeRedisKind('node-redis 4', createClient4, createCluster4),
-  nodeRedisKind('node-redis 5', createClient, createCluster),
+  nodeRedisKind('node-redis 4', createClient4, createCluster4, false),
+  nodeRedisKind('node-redis 5', createClient, createCluster, true),
 ];

@@ -27,8 +27,8 @@ export interface NodeRedisClient {
   /** True while a connection is up (a standalone client; a Cluster has it per node). */
   readonly isReady?: boolean;
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  del(keys: never): Promise<unknown>;
+  /** `(args)` on a client, `(firstKey, isReadonly, args)` on a Cluster. */
+  sendCommand(...args: never[]): Promise<unknown>;
 }
 
 /** Every client redisStore() takes. */
@@ -65,7 +65,7 @@ export function describe(value: unknown): string {
 }
 
 const isIoredis = (c: Loose) => typeof c.evalsha === 'function' && typeof c.status === 'string';
-const isNodeRedis = (c: Loose) => typeof c.evalSha === 'function' && typeof c.isOpen === 'boolean';
+const isNodeRedis = (c: Loose) => typeof c.evalSha === 'function' && typeof c.sendCommand === 'function' && typeof c.isOpen === 'boolean';
 
 /** True when `value` has the shape of a client redisStore() takes. */
 export function looksLikeClient(value: unknown): boolean {
@@ -139,11 +139,31 @@ interface CommandQueue {
 
 interface NodeRedisSlots {
   slots?: Array<{ master?: { client?: { isReady?: unknown } } } | undefined>;
+  /** node-redis 5: the slot map, which can be asked to rediscover the topology. */
+  _slots?: { rediscover?: (startWith: unknown) => Promise<unknown> };
 }
+
+/** Least ms between two rediscoveries the store asks of a node-redis Cluster. */
+const REDISCOVER_MS = 250;
 
 function nodeRedis(client: NodeRedisClient): ScriptClient {
   // A standalone client has isReady; a Cluster (createCluster) has it on each node's client.
   const cluster = typeof (client as unknown as Loose).isReady !== 'boolean';
+  const slots = client as unknown as NodeRedisSlots;
+  const sendCommand = client.sendCommand as unknown as AnyFn;
+  const send = (keys: readonly string[], command: string[]) =>
+    cluster ? sendCommand.call(client, keys[0], false, command) : sendCommand.call(client, command);
+  let rediscoveredAt = Number.NEGATIVE_INFINITY;
+  // A node-redis Cluster learns a new topology only from a MOVED or ASK reply, which a dead master never
+  // sends: after a fail-over it would go on queueing that slot's calls for the dead node. node-redis 5
+  // can be asked to rediscover; node-redis 4 cannot, and finds the promoted replica once the dead node
+  // is back (as a replica, answering MOVED).
+  const rediscover = (node: unknown) => {
+    const now = Date.now();
+    if (now - rediscoveredAt < REDISCOVER_MS || typeof slots._slots?.rediscover !== 'function') return;
+    rediscoveredAt = now;
+    slots._slots.rediscover(node).catch(() => {});
+  };
   return {
     cluster,
     down(slot) {
@@ -152,13 +172,17 @@ function nodeRedis(client: NodeRedisClient): ScriptClient {
       if (!client.isOpen) return 'the node-redis client is not open (call client.connect())';
       if (!cluster) return client.isReady === true ? undefined : 'the node-redis client is reconnecting';
       if (slot === undefined) return undefined;
-      const node = (client as unknown as NodeRedisSlots).slots?.[slot]?.master?.client;
-      return node !== undefined && node.isReady === false ? `the node-redis connection to slot ${slot}'s master is down` : undefined;
+      const node = slots.slots?.[slot]?.master?.client;
+      if (node === undefined || node.isReady !== false) return undefined;
+      rediscover(node);
+      return `the node-redis connection to slot ${slot}'s master is down`;
     },
-    // node-redis routes a Cluster call by its first key; a call's keys share one slot (one hash tag).
-    evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
-    eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
-    del: (keys) => client.del(keys as never),
+    // Raw commands: a Cluster's sendCommand routes by the first key it is given (a call's keys share one
+    // slot, one hash tag) and follows MOVED and ASK. node-redis 4's evalSha on a Cluster does not route
+    // by key (it reads the key from the wrong argument) and ends in MOVED after its redirections.
+    evalsha: (sha, keys, args) => send(keys, ['EVALSHA', sha, String(keys.length), ...keys, ...args]),
+    eval: (script, keys, args) => send(keys, ['EVAL', script, String(keys.length), ...keys, ...args]),
+    del: (keys) => send(keys, ['DEL', ...keys]),
     detach() {},
   };
 }
