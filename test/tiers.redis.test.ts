@@ -13,6 +13,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
   beforeAll(async () => {
     server = await startRedis();
     client = new Redis(server.url);
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   });
   afterAll(async () => {
     client.disconnect();
@@ -220,6 +221,7 @@ describe('shards on a Redis Cluster', () => {
 
   it('a two-policy sharded limiter keeps each shard in one slot', async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const limiter = createLimiter({
         policy: ['100/1m', '1000/1h'],
