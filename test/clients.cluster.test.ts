@@ -95,6 +95,28 @@ describe.each(CLIENT_KINDS)('$name, Cluster', (kind) => {
     expect(events.filter((e) => e.type === 'store-error')).toEqual([]);
   });
 
+  it('regression: calls made before the first connect are refused at once, not replayed once connected', async () => {
+    t = await kind.cluster(cluster.startupNodes(), { wait: false });
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '10/1h',
+      store: redisStore({ client: t.client }),
+      failMode: 'open',
+      breaker: false,
+      timeout: 2000,
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
+    const before = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')));
+    expect(before.every((d) => d.source === 'fail-open')).toBe(true);
+    expect(events.filter((e) => e.type === 'store-error' && !e.error?.message.includes('timed out'))).toHaveLength(5);
+    await t.ready();
+    await sleep(300);
+    const after = await limiter.peek('k');
+    expect(after.source).toBe('store');
+    expect(after.remaining).toBe(10);
+  });
+
   it('SIGKILL of the busy slot master: the fail mode during the fail-over, the store after promotion, no error', async () => {
     const client = await open();
     const timeout = 100;

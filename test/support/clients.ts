@@ -23,7 +23,8 @@ export interface ClientKind {
   name: string;
   /** Standalone on `port`. `connect: false` makes the client without waiting for it to connect. */
   standalone(port: number, options?: { wait?: boolean }): Promise<TestClient>;
-  cluster(nodes: Array<{ host: string; port: number }>): Promise<TestClient>;
+  /** `wait: false` makes the client without waiting for it to connect. */
+  cluster(nodes: Array<{ host: string; port: number }>, options?: { wait?: boolean }): Promise<TestClient>;
   /** A client that follows Sentinel to the master `name`; undefined where the library has none in this suite. */
   sentinel?(sentinels: Array<{ host: string; port: number }>, name: string): Promise<TestClient>;
   /**
@@ -64,7 +65,8 @@ function ioredisKind(name: string, RedisCtor: IoredisCtor, ClusterCtor: IoredisC
     findsPromotedReplica: true,
     standalone: (port, options) =>
       wrap(new (RedisCtor as typeof Redis)({ host: '127.0.0.1', port, retryStrategy: () => RETRY_MS }), options?.wait ?? true),
-    cluster: (nodes) => wrap(new (ClusterCtor as typeof Cluster)(nodes, { clusterRetryStrategy: () => RETRY_MS })),
+    cluster: (nodes, options) =>
+      wrap(new (ClusterCtor as typeof Cluster)(nodes, { clusterRetryStrategy: () => RETRY_MS }), options?.wait ?? true),
     sentinel: (sentinels, masterName) =>
       wrap(
         new (RedisCtor as typeof Redis)({
@@ -107,13 +109,13 @@ function nodeRedisKind(
       }
       return t;
     },
-    async cluster(nodes) {
+    async cluster(nodes, options) {
       const cluster = (makeCluster as typeof createCluster)({
         rootNodes: nodes.map((n) => ({ socket: { host: n.host, port: n.port } })),
         defaults: { socket: { reconnectStrategy: () => RETRY_MS } },
       }) as NodeRedisCluster;
       cluster.on('error', () => {});
-      await cluster.connect();
+      const connected = cluster.connect().catch(() => {});
       // connect() resolves once the slots are known; each master's own connection comes up after.
       const masters = () => (cluster as unknown as { masters: Array<{ client?: { isReady?: boolean } }> }).masters;
       const t: TestClient = {
@@ -124,7 +126,10 @@ function nodeRedisKind(
           await (cluster as ReturnType<typeof createCluster>).disconnect().catch(() => {});
         },
       };
-      await t.ready();
+      if (options?.wait ?? true) {
+        await connected;
+        await t.ready();
+      }
       return t;
     },
   };
