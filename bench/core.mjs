@@ -53,7 +53,8 @@ const stats = (xs) => {
 function contenders() {
   const list = ALGORITHMS.map((algorithm) => {
     const limiter = createLimiter({
-      policy: { limit: 1_000_000, window: '1h', algorithm },
+      // A sliding log counts at most 10,000 units (SLIDING_LOG_MAX); a run sends each key far fewer.
+      policy: { limit: algorithm === 'sliding-log' ? 10_000 : 1_000_000, window: '1h', algorithm },
       store: redisStore({ client: storeClient }),
       prefix: `b-${algorithm}`,
       timeout: 10_000,
@@ -63,6 +64,32 @@ function contenders() {
       if (d.source !== 'store') offStore++;
     };
     return { name: `sluice ${algorithm}`, command: 'evalsha', run };
+  });
+  // Issue 13: a plan per call (the token bucket above, as a policy object built per request, as an app
+  // would from its user's plan) and a calendar quota, each against the fixed token bucket.
+  const perCall = createLimiter({ store: redisStore({ client: storeClient }), prefix: 'b-per-call', timeout: 10_000 });
+  const planLimit = 1_000_000;
+  list.push({
+    name: 'sluice per-call policy',
+    command: 'evalsha',
+    run: async (key) => {
+      const d = await perCall.consume(key, { policy: { limit: planLimit, window: '1h' } });
+      if (d.source !== 'store') offStore++;
+    },
+  });
+  const quota = createLimiter({
+    policy: '1000000000/day',
+    store: redisStore({ client: storeClient }),
+    prefix: 'b-calendar',
+    timeout: 10_000,
+  });
+  list.push({
+    name: 'sluice calendar day',
+    command: 'evalsha',
+    run: async (key) => {
+      const d = await quota.consume(key);
+      if (d.source !== 'store') offStore++;
+    },
   });
   const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
   list.push({ name: 'rate-limiter-flexible', command: 'evalsha', run: (key) => rlf.consume(key).catch(() => {}) });
@@ -236,12 +263,43 @@ for (const c of list) {
 const s = stats(rb);
 console.log(`| redis-benchmark, one-decision script, -P 512 | | | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);
 // Ratios within each round: sluice token-bucket over the faster of the two libraries in that round.
+const ratios = {};
 for (const n of [64, 512]) {
-  const ratio = rates[`sluice token-bucket @${n}`].map(
+  ratios[n] = rates[`sluice token-bucket @${n}`].map(
     (tb, r) => tb / Math.max(rates[`rate-limiter-flexible @${n}`][r], rates[`rate-limit-redis @${n}`][r]),
   );
-  const q = stats(ratio);
+  const q = stats(ratios[n]);
   console.log(
     `\ntoken-bucket / faster library @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x)`,
   );
 }
+// Issue 13: a per-call policy and a calendar quota beside the fixed token bucket, within each round:
+// Node CPU per decision at 512 in flight (at most 1.10x) and throughput over the faster library.
+for (const name of ['sluice per-call policy', 'sluice calendar day']) {
+  const cpuRatio = stats(nodeCpu[name].map((us, r) => us / nodeCpu['sluice token-bucket'][r]));
+  const lead = stats(
+    rates[`${name} @512`].map((x, r) => x / Math.max(rates['rate-limiter-flexible @512'][r], rates['rate-limit-redis @512'][r])),
+  );
+  console.log(
+    `${name}: Node CPU / token-bucket @512 median ${cpuRatio.median.toFixed(2)}x (${cpuRatio.min.toFixed(2)}–${cpuRatio.max.toFixed(2)}x); ` +
+      `/ faster library @512 median ${lead.median.toFixed(2)}x (${lead.min.toFixed(2)}–${lead.max.toFixed(2)}x)`,
+  );
+}
+
+const { writeResults } = await import('./results.mjs');
+const memoryOf = { 'rate-limiter-flexible': 'm-rlf', 'rate-limit-redis': 'm-rlr:' };
+const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
+writeResults('core', {
+  settings: { seconds: SECONDS, rounds: ROUNDS, keys: KEYS },
+  inflight: [1, 64, 512],
+  contenders: list.map((c) => ({
+    name: c.name,
+    scriptUsPerDecision: cpu[c.name],
+    serverCpuUsPerDecision: processCpu[c.name],
+    nodeCpuUsPerDecision: withRounds(nodeCpu[c.name]),
+    memoryBytesPerKey: memory[memoryOf[c.name] ?? `m-${c.name.replace('sluice ', '')}`],
+    decisionsPerSecond: Object.fromEntries([1, 64, 512].map((n) => [n, withRounds(rates[`${c.name} @${n}`])])),
+  })),
+  redisBenchmark: { name: 'redis-benchmark, one-decision script, -P 512', inflight: 512, decisionsPerSecond: withRounds(rb) },
+  tokenBucketOverFasterLibrary: { 64: withRounds(ratios[64]), 512: withRounds(ratios[512]) },
+});

@@ -1,19 +1,20 @@
 -- sliding-log: exact. A sorted set holds one member per admitted unit, scored by its time;
 -- the live units are those scored in (now - window, now].
--- Contract: sliding_log(key, now, limit, window, burst, cost, apply, slack)
+-- code: sl
+-- Contract: sliding_log(key, now, limit, window, burst, cost, apply)
 --   key    KEYS entry of a sorted set; burst is unused; cost is a whole number
 -- Reply: ok, remaining (integer), resetMs (until the newest unit leaves),
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+local function sliding_log(key, now, limit, window, burst, cost, apply)
+  local newest = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
   newest = newest and tonumber(newest)
   -- Scores never go back, so names made from (score, live count) below stay unique.
   if newest and newest > now then now = newest end
   local floor = string.format('(%.17g', now - window)
-  local count = redis.call('ZCOUNT', key, floor, '+inf')
+  local count = call('ZCOUNT', key, floor, '+inf')
   local ok = count + cost <= limit
   if ok and apply then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    call('ZREMRANGEBYSCORE', key, '-inf', now - window)
     -- Every unit is its own member: "now:n" with n past the live count, which at one `now`
     -- only grows. (A random suffix, as in the source article, collides and under-counts.)
     local stamp = string.format('%.17g', now)
@@ -24,12 +25,12 @@ local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
         args[#args + 1] = stamp
         args[#args + 1] = stamp .. ':' .. (count + j)
       end
-      redis.call('ZADD', key, unpack(args))
+      call('ZADD', key, unpack(args))
       i = i + 1000
     end
     count = count + cost
     newest = now
-    redis.call('PEXPIRE', key, math.ceil(window) + slack)
+    call('PEXPIRE', key, math.ceil(window) + SLACK)
   end
   local reset, retry = 0, 0
   if count > 0 then reset = math.max(1, math.ceil(newest + window - now)) end
@@ -37,7 +38,7 @@ local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
     if cost > limit then
       retry = math.max(1, reset) * 1000
     else
-      local nth = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+      local nth = call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
       retry = math.max(1, math.ceil((tonumber(nth[2]) + window - now) * 1000))
     end
   end

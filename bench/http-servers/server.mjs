@@ -1,8 +1,8 @@
 // One contender of the HTTP benchmark (bench/http.mjs), in its own process: a framework app with one
-// route, GET / -> {"hello":"world"}, behind one rate limiter (or none: 'bare'). Every limiter keys on the
+// route, GET / -> {"hello":"world"} (handler 'json') or the text 'ok' (handler 'text'), behind one rate limiter (or none: 'bare'). Every limiter keys on the
 // x-client-id header with its own key option, allows LIMIT per WINDOW_MS (high enough never to deny
 // in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
-// Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort]
+// Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort] [json|text]
 // Sends { port } over IPC once it listens on 127.0.0.1 and its Redis client is ready; exits with its parent.
 // Answers 'cpu' with its process.cpuUsage(), 'events' with sluice's event counts since the last 'events'.
 import Redis from 'ioredis';
@@ -15,7 +15,9 @@ const REDIS_OPTIONS = { host: '127.0.0.1', maxRetriesPerRequest: 1, connectTimeo
 const BODY = { hello: 'world' };
 const policy = { limit: LIMIT, window: WINDOW_MS };
 
-const [framework, contender, redisPort] = process.argv.slice(2);
+const [framework, contender, redisPort, handler = 'json'] = process.argv.slice(2);
+if (handler !== 'json' && handler !== 'text') throw new Error(`unknown handler ${handler} (json, text)`);
+const TEXT = handler === 'text';
 
 async function redisClient() {
   const client = new Redis({ ...REDIS_OPTIONS, port: Number(redisPort) });
@@ -64,9 +66,7 @@ async function express() {
       );
     });
   } else if (contender !== 'bare') throw new Error(`unknown express contender ${contender}`);
-  app.get('/', (_req, res) => {
-    res.json(BODY);
-  });
+  app.get('/', TEXT ? (_req, res) => res.send('ok') : (_req, res) => res.json(BODY));
   return new Promise((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server.address().port));
   });
@@ -83,7 +83,7 @@ async function fastify() {
     const { default: fastifyRateLimit } = await import('@fastify/rate-limit');
     await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: WINDOW_MS, redis: await redisClient(), keyGenerator: key });
   } else if (contender !== 'bare') throw new Error(`unknown fastify contender ${contender}`);
-  app.get('/', async () => BODY);
+  app.get('/', TEXT ? async () => 'ok' : async () => BODY);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app.server.address().port;
 }
@@ -102,7 +102,7 @@ async function koa() {
   } else if (contender !== 'bare') throw new Error(`unknown koa contender ${contender}`);
   const router = new Router();
   router.get('/', (ctx) => {
-    ctx.body = BODY;
+    ctx.body = TEXT ? 'ok' : BODY;
   });
   app.use(router.routes());
   return new Promise((resolve) => {

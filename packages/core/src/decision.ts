@@ -17,21 +17,28 @@ export interface PolicyDecision {
   retryAfterMs: number;
 }
 
-/** The answer to one consume or peek. */
+/**
+ * The answer to one consume or peek. Where it came from (`source`) says what its counts mean:
+ * 'store', 'deny-cache', 'prefilter' and 'fallback' counted (the fallback in this process only);
+ * 'fail-open' counted nothing — the store could not be asked — so its `remaining` and `resetMs` are 0,
+ * not a count, and the rate-limit headers carry the policy but no remaining or reset.
+ */
 export interface Decision {
   /** Whether the request may proceed. */
   allowed: boolean;
   /** The binding policy's limit. */
   limit: number;
-  /** The binding policy's remaining units after this request, integer >= 0. */
+  /** The binding policy's remaining units after this request, integer >= 0 (0 on 'fail-open': unknown). */
   remaining: number;
-  /** ms until the binding policy is fully replenished. */
+  /** ms until the binding policy is fully replenished (0 on 'fail-open': unknown). */
   resetMs: number;
   /** 0 when allowed; else ms until this cost could pass. */
   retryAfterMs: number;
   /** The binding policy's name: on a denial the one that frees last, else the one with least left. */
   policy: string;
+  /** Each policy's part, in the order the policies were given. */
   policies: PolicyDecision[];
+  /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, or the fail mode 'open'. */
   source: DecisionSource;
   /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
   shadowed?: boolean;
@@ -53,7 +60,7 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     entries.push({
       name: p.name,
       limit: p.limit,
-      windowMs: p.windowMs,
+      windowMs: s.windowMs ?? p.windowMs,
       remaining,
       resetMs: s.resetMs,
       retryAfterMs,
@@ -81,13 +88,13 @@ export function replyRetryMs(reply: StoreReply): number {
   return most;
 }
 
-/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known. */
+/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known (remaining 0, not the limit). */
 export function failOpenDecision(policies: readonly Policy[]): Decision {
   const entries = policies.map((p) => ({
     name: p.name,
     limit: p.limit,
     windowMs: p.windowMs,
-    remaining: p.limit,
+    remaining: 0,
     resetMs: 0,
     retryAfterMs: 0,
   }));

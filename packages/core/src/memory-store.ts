@@ -1,4 +1,4 @@
-import { ALGORITHM_STEPS } from './algorithms/steps.js';
+import { ALGORITHMS } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
@@ -73,20 +73,20 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     let allowed = true;
     for (let i = 0; i < n; i++) {
       const policy = policies[i]!;
-      const step = ALGORITHM_STEPS[policy.algorithm](read(keys[i]!, now), now, policy, cost, single);
+      const step = ALGORITHMS[policy.algorithm](read(keys[i]!, now) as never, now, policy, cost, single);
       steps.push(step);
       allowed &&= step.ok;
     }
     if (allowed && !peek && n > 1) {
       for (let i = 0; i < n; i++) {
         const policy = policies[i]!;
-        steps[i] = ALGORITHM_STEPS[policy.algorithm](read(keys[i]!, now), now, policy, cost, true);
+        steps[i] = ALGORITHMS[policy.algorithm](read(keys[i]!, now) as never, now, policy, cost, true);
       }
     }
     for (let i = 0; i < n; i++) {
-      const { remaining, resetMs, retryAfterMs, next } = steps[i]!;
+      const { remaining, resetMs, retryAfterMs, next, windowMs } = steps[i]!;
       if (next) write(keys[i]!, next.state, now + next.ttlMs);
-      states.push({ remaining, resetMs, retryAfterMs });
+      states.push(windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs });
     }
     return { allowed, states };
   }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
+import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
 import { badOption, SluiceError } from './errors.js';
 import { DECIDE_SCRIPT } from './lua.generated.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
@@ -133,6 +134,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     const specArgs: string[] = [];
     const runs: string[] = [];
     const specs = new Map<Policy, string>();
+    // The clock calendar quotas' candidate periods are computed on (the script picks the server's).
+    const wall = clock ? clock() : Date.now();
     let shape: StoreRequest | undefined;
     let count = 0;
     let countAt = 0;
@@ -158,13 +161,14 @@ export function redisStore(options: RedisStoreOptions): Store {
         if (spec === undefined) {
           spec = String(specs.size + 1);
           specs.set(policy, spec);
-          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), String(policy.burst));
+          const window = policy.period ? calendarArg(policy.period, policy.timeZone as string, wall) : String(policy.windowMs);
+          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), window, String(policy.burst));
         }
         runs.push(spec);
       }
     }
     runs[countAt] = String(count);
-    const args = [clock ? String(clock()) : '', String(specs.size)];
+    const args = [clock ? String(wall) : '', String(specs.size)];
     for (const x of specArgs) args.push(x);
     for (const x of runs) args.push(x);
     inFlight++;
@@ -176,7 +180,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     reply.then(
       (values) => {
         returned();
-        settle(batch, values as number[]);
+        settle(batch, values as number[], wall);
       },
       (error: unknown) => {
         returned();
@@ -220,7 +224,7 @@ export function redisStore(options: RedisStoreOptions): Store {
  * (whole µs, which the StoreReply carries as ms to the µs). A decision is allowed when every policy's
  * retry is 0 (a denying policy answers >= 1 µs).
  */
-function settle(batch: Pending[], reply: number[]): void {
+function settle(batch: Pending[], reply: number[], wall: number): void {
   let at = 0;
   for (const { request, resolve } of batch) {
     let allowed = true;
@@ -233,6 +237,8 @@ function settle(batch: Pending[], reply: number[]): void {
       at += 3;
       if (retryAfterUs !== 0) allowed = false;
       states[i] = { remaining, resetMs, retryAfterMs: retryAfterUs / 1000 };
+      const { period, timeZone } = request.policies[i] as Policy;
+      if (period) (states[i] as PolicyState).windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
     }
     resolve({ allowed, states });
   }

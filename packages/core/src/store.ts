@@ -13,6 +13,8 @@ export interface PolicyState {
    * rounded up (>= 1), / 1000. A Decision rounds it up to whole ms; the deny cache uses it as it is.
    */
   retryAfterMs: number;
+  /** The window in force when the policy's varies (a calendar period's length); else absent. */
+  windowMs?: number;
 }
 
 /** One decision for a store: `keys[i]` holds the counters of `policies[i]`. */

@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/fixed-window.lua. */
 export interface FixedWindowState {

@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/sliding-log.lua: one score per admitted unit, ascending (the sorted set's scores). */
 export type SlidingLogState = number[];

@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AlgorithmStep } from './algorithm.js';
 
 /**
  * Mirrors lua/token-bucket.lua: GCRA, the instant the bucket is full again (TAT) as q + r / limit µs,
