@@ -247,6 +247,7 @@ describe('shards on a Redis Cluster', () => {
 
   it("per-call plans with a calendar quota, sharded: each plan's limits, never over, one slot per shard", async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const limiter = createLimiter({ shards: 4, store: redisStore({ client }), prefix: unique(), timeout: 2000 });
       const free = ['50/1m', { limit: 40, window: 'day', timeZone: 'Europe/Berlin' }] as const;
