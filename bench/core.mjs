@@ -7,7 +7,9 @@
 // release() (two script calls); its ratio to the token bucket is taken within each round too (target 0.5).
 // Every sluice decision must come from Redis: a timeout would turn it into a local fallback decision,
 // so the limiters get a generous timeout and the run fails if any decision came from elsewhere.
-// Usage: pnpm bench:core [-- --seconds 2 --rounds 3]
+// --client picks the client of sluice's Redis store (the other libraries keep ioredis): ioredis (the
+// default), node-redis (the `redis` package) or iovalkey.
+// Usage: pnpm bench:core [-- --seconds 2 --rounds 3 --client ioredis|node-redis|iovalkey]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createLimiter, redisStore } from '@sluice/core';
@@ -20,10 +22,31 @@ const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 3));
 const KEYS = 10_000;
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
+const CLIENT = arg('client', 'ioredis');
+
+/** The client sluice's store runs on, connected to `port`; the one `redis` made when it is ioredis. */
+async function storeClientFor(name, port, ioredis) {
+  if (name === 'ioredis') return { storeClient: ioredis, close: () => {} };
+  if (name === 'node-redis') {
+    const { createClient } = await import('redis');
+    const nodeRedis = createClient({ socket: { host: '127.0.0.1', port } });
+    await nodeRedis.connect();
+    return { storeClient: nodeRedis, close: () => nodeRedis.disconnect() };
+  }
+  if (name === 'iovalkey') {
+    const { default: Valkey } = await import('iovalkey');
+    const valkey = new Valkey({ host: '127.0.0.1', port });
+    await new Promise((resolve, reject) => valkey.once('ready', resolve).once('error', reject));
+    return { storeClient: valkey, close: () => valkey.disconnect() };
+  }
+  throw new Error(`--client must be ioredis, node-redis or iovalkey, got ${JSON.stringify(name)}`);
+}
 
 const redis = await startRedis();
 let offStore = 0;
 const { client } = redis;
+const { storeClient, close: closeStoreClient } = await storeClientFor(CLIENT, redis.port, client);
+console.log(`sluice's store on ${CLIENT}`);
 const stats = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
@@ -34,7 +57,7 @@ function contenders() {
     const limiter = createLimiter({
       // A sliding log counts at most 10,000 units (SLIDING_LOG_MAX); a run sends each key far fewer.
       policy: { limit: algorithm === 'sliding-log' ? 10_000 : 1_000_000, window: '1h', algorithm },
-      store: redisStore({ client }),
+      store: redisStore({ client: storeClient }),
       prefix: `b-${algorithm}`,
       timeout: 10_000,
     });
@@ -46,7 +69,7 @@ function contenders() {
   });
   // Issue 13: a plan per call (the token bucket above, as a policy object built per request, as an app
   // would from its user's plan) and a calendar quota, each against the fixed token bucket.
-  const perCall = createLimiter({ store: redisStore({ client }), prefix: 'b-per-call', timeout: 10_000 });
+  const perCall = createLimiter({ store: redisStore({ client: storeClient }), prefix: 'b-per-call', timeout: 10_000 });
   const planLimit = 1_000_000;
   list.push({
     name: 'sluice per-call policy',
@@ -56,7 +79,12 @@ function contenders() {
       if (d.source !== 'store') offStore++;
     },
   });
-  const quota = createLimiter({ policy: '1000000000/day', store: redisStore({ client }), prefix: 'b-calendar', timeout: 10_000 });
+  const quota = createLimiter({
+    policy: '1000000000/day',
+    store: redisStore({ client: storeClient }),
+    prefix: 'b-calendar',
+    timeout: 10_000,
+  });
   list.push({
     name: 'sluice calendar day',
     command: 'evalsha',
@@ -128,7 +156,7 @@ const fill = async (prefix, consume) => {
 for (const algorithm of ALGORITHMS) {
   const limiter = createLimiter({
     policy: { limit: 100, window: '1h', algorithm },
-    store: redisStore({ client }),
+    store: redisStore({ client: storeClient }),
     prefix: `m-${algorithm}`,
     timeout: 10_000,
   });
@@ -225,6 +253,7 @@ for (let r = 0; r < ROUNDS; r++) {
   );
   rb.push(Number(/([\d.]+) requests per second/.exec(out)[1]));
 }
+await closeStoreClient();
 redis.stop();
 if (offStore > 0) throw new Error(`${offStore} sluice decisions did not come from Redis (timeouts?): figures are void`);
 

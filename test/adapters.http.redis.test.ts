@@ -29,6 +29,7 @@ const open: Running[] = [];
 beforeAll(async () => {
   server = await startRedis();
   client = new Redis(server.url);
+  await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   store = redisStore({ client });
 });
 

@@ -40,6 +40,7 @@ describe('sluice (the built command)', () => {
   beforeAll(async () => {
     server = await startServer();
     client = new Redis({ port: server.port });
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   });
   afterAll(async () => {
     client.disconnect();

@@ -51,6 +51,7 @@ describe('odd keys on a Redis Cluster', () => {
 
   it('any key keeps its policies in one slot, counts apart from the others, and stays under the prefix', async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const prefix = unique();
       const keys = ['plain', 'GET /login|::1', 'ünïcødé 🚦', 'x'.repeat(10_240), '{tag}', 'a}b{', 'cr\rlf\n', '#abc', 'a~1', '\ud800'];

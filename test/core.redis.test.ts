@@ -14,6 +14,7 @@ describe('@sluice/core on a real Redis', () => {
   beforeAll(async () => {
     server = await startRedis();
     client = new Redis(server.url);
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   });
   afterAll(async () => {
     client.disconnect();

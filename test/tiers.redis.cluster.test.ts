@@ -13,6 +13,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
   beforeAll(async () => {
     server = await startRedis();
     client = new Redis(server.url);
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   });
   afterAll(async () => {
     client.disconnect();
@@ -224,6 +225,7 @@ describe('shards on a Redis Cluster', () => {
 
   it('a two-policy sharded limiter keeps each shard in one slot', async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const limiter = createLimiter({
         policy: ['100/1m', '1000/1h'],
@@ -245,6 +247,7 @@ describe('shards on a Redis Cluster', () => {
 
   it("per-call plans with a calendar quota, sharded: each plan's limits, never over, one slot per shard", async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const limiter = createLimiter({ shards: 4, store: redisStore({ client }), prefix: unique(), timeout: 2000 });
       const free = ['50/1m', { limit: 40, window: 'day', timeZone: 'Europe/Berlin' }] as const;

@@ -7,6 +7,8 @@ const Redis = require('ioredis');
 
 const [port, prefix, denyCache, inflight, count] = process.argv.slice(2);
 const client = new Redis({ port: Number(port) });
+// The store refuses calls made before the first connect: the flood starts once connected.
+const connected = new Promise((r) => client.once('ready', r));
 const inner = redisStore({ client });
 let sent = 0;
 // Decisions handed to the store (one script call carries many, so script calls would not tell).
@@ -22,6 +24,7 @@ const store = {
 const limiter = createLimiter({ policy: '1000/1s', store, denyCache: denyCache === 'true', prefix, timeout: 1000 });
 
 (async () => {
+  await connected;
   const start = performance.now();
   // Empty the bucket first, so that the flood meets the limit from its first request.
   const first = await limiter.consume('hot', { cost: 1000 });
