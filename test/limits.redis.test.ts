@@ -34,6 +34,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   beforeAll(async () => {
     server = await startRedis();
     client = new Redis(server.url);
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   });
   afterAll(async () => {
     client.disconnect();
@@ -156,6 +157,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   it('one id from two clients at once charges once', async () => {
     const prefix = unique();
     const other = new Redis(server.url);
+    await new Promise((r) => other.once('ready', r));
     try {
       const policy: PolicyInput[] = ['10/1h', { limit: 100, window: '1d', algorithm: 'sliding-log' }];
       const a = createLimiter({ policy, store: redisStore({ client }), prefix, timeout: 5000 });
@@ -257,6 +259,7 @@ describe('adjust, ids and slots on a Redis Cluster', () => {
   beforeAll(async () => {
     cluster = await startCluster();
     client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   }, 60_000);
   afterAll(async () => {
     client?.disconnect();

@@ -164,6 +164,7 @@ let client: Redis;
 beforeAll(async () => {
   server = await startRedis();
   client = new Redis(server.url);
+  await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
 });
 afterAll(async () => {
   client.disconnect();
