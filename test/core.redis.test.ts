@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
-import Redis from 'ioredis';
-import { startRedis, uniquePrefix } from './support/redis';
+import type Redis from 'ioredis';
+import { type startRedis, uniquePrefix } from './support/redis';
+import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 const unique = () => uniquePrefix('c');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
@@ -12,14 +13,9 @@ describe('@sluice/core on a real Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   let client: Redis;
   beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis(server.url);
-    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+    ({ server, client } = await startRedisWithClient());
   });
-  afterAll(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  afterAll(() => stopRedisWithClient({ server, client }));
 
   it('the Lua scripts and the memory store decide the same on random sequences (property)', async () => {
     const op = fc.oneof(

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { createLimiter, type Decision, memoryStore, type PolicyInput, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
-import { freePort, type RedisCluster, sleep, startCluster, startRedis, uniquePrefix } from './support/redis';
+import { freePort, type RedisCluster, sleep, startCluster, type startRedis, uniquePrefix } from './support/redis';
+import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 const unique = () => uniquePrefix('l');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
@@ -32,14 +33,9 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   let client: Redis;
   beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis(server.url);
-    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+    ({ server, client } = await startRedisWithClient());
   });
-  afterAll(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  afterAll(() => stopRedisWithClient({ server, client }));
 
   it('the Lua and the memory store decide the same on random consumes, adjusts, ids and releases (property)', async () => {
     const op = fc.oneof(

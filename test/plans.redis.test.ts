@@ -2,23 +2,19 @@
 // memory store and on Redis, and calendar quotas decided by the script on the server's clock.
 import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
 import fc from 'fast-check';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import { calendarArg } from '../packages/core/src/algorithms/calendar-periods';
 import { DECIDE_SCRIPT } from '../packages/core/src/lua.generated';
 import { type Harness, harnesses, parseRateLimit, parseRateLimitPolicy, type Running } from './support/http';
-import { type RedisServer, startRedis, uniquePrefix } from './support/redis';
+import { type RedisServer, uniquePrefix } from './support/redis';
+import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 let server: RedisServer;
 let client: Redis;
 beforeAll(async () => {
-  server = await startRedis();
-  client = new Redis(server.url);
-  await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+  ({ server, client } = await startRedisWithClient());
 });
-afterAll(async () => {
-  client.disconnect();
-  await server.stop();
-});
+afterAll(() => stopRedisWithClient({ server, client }));
 
 const serverMs = async () => {
   const [s, us] = await client.time();

@@ -12,9 +12,10 @@ import fastifyRateLimit from '@sluice/fastify';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import Koa from 'koa';
-import { sleep, startRedis, uniquePrefix } from './support/redis';
+import { sleep, type startRedis, uniquePrefix } from './support/redis';
+import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 type Name = 'express' | 'fastify' | 'koa';
 type Options = Record<string, unknown>;
@@ -162,14 +163,9 @@ async function until<T>(read: () => Promise<T>, want: T): Promise<T> {
 let server: Awaited<ReturnType<typeof startRedis>>;
 let client: Redis;
 beforeAll(async () => {
-  server = await startRedis();
-  client = new Redis(server.url);
-  await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+  ({ server, client } = await startRedisWithClient());
 });
-afterAll(async () => {
-  client.disconnect();
-  await server.stop();
-});
+afterAll(() => stopRedisWithClient({ server, client }));
 
 describe.each<Name>(['express', 'fastify', 'koa'])('%s: settle, refunds and slots after the response', (name) => {
   let app: Running | undefined;

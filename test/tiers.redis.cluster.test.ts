@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { createLimiter, type Decision, type LimiterEvent, redisStore, type Store } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
-import { scriptCalls, startCluster, startRedis, uniquePrefix } from './support/redis';
+import { scriptCalls, startCluster, type startRedis, uniquePrefix } from './support/redis';
+import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 const unique = () => uniquePrefix('t');
 
@@ -11,14 +12,9 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   let client: Redis;
   beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis(server.url);
-    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+    ({ server, client } = await startRedisWithClient());
   });
-  afterAll(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  afterAll(() => stopRedisWithClient({ server, client }));
 
   it('the deny cache never denies what the store alone would allow (property)', async () => {
     const op = fc.oneof(
