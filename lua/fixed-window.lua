@@ -4,15 +4,17 @@
 --   key    KEYS entry holding "index count"; burst is unused
 -- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused),
 --   retryAfterUs (to the window's end in whole µs, rounded up: 0 when ok, else >= 1)
-local function fixed_window(key, now, limit, window, burst, cost, apply)
+-- The window counted in and its count; `same`: the key holds that window (a clock that steps back
+-- stays in the stored window rather than opening a fresh one).
+local function fixed_window_state(key, now, window)
   local idx = math.floor(now / window)
-  local count = 0
   local stored, n = fields(call('GET', key))
-  -- A clock that steps back stays in the stored window rather than opening a fresh one.
-  local same = stored ~= nil and stored >= idx
-  if same then
-    idx, count = stored, n
-  end
+  if stored ~= nil and stored >= idx then return stored, n, true end
+  return idx, 0, false
+end
+
+local function fixed_window(key, now, limit, window, burst, cost, apply)
+  local idx, count, same = fixed_window_state(key, now, window)
   -- The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
   local endsUs = math.max(1, math.ceil(((idx + 1) * window - now) * 1000))
   local ends = math.ceil(endsUs / 1000)
@@ -30,13 +32,7 @@ end
 
 -- Charges `delta` to the current window without a check, or refunds it (delta < 0), never below 0.
 local function fixed_window_adjust(key, now, limit, window, burst, delta)
-  local idx = math.floor(now / window)
-  local count = 0
-  local stored, n = fields(call('GET', key))
-  local same = stored ~= nil and stored >= idx
-  if same then
-    idx, count = stored, n
-  end
+  local idx, count, same = fixed_window_state(key, now, window)
   local after = count + delta
   if after < 0 then after = 0 end
   if after == count then return end

@@ -5,16 +5,17 @@
 --   key    KEYS entry holding "index current previous"; burst is unused
 -- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing),
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local function sliding_window(key, now, limit, window, burst, cost, apply)
+-- The window counted in, its count and the previous window's; `same`: the key holds that window.
+local function sliding_window_state(key, now, window)
   local idx = math.floor(now / window)
-  local cur, prev = 0, 0
   local stored, c, p = fields(call('GET', key))
-  local same = stored ~= nil and stored >= idx
-  if same then
-    idx, cur, prev = stored, c, p
-  elseif stored == idx - 1 then
-    prev = c
-  end
+  if stored ~= nil and stored >= idx then return stored, c, p, true end
+  if stored == idx - 1 then return idx, 0, c, false end
+  return idx, 0, 0, false
+end
+
+local function sliding_window(key, now, limit, window, burst, cost, apply)
+  local idx, cur, prev, same = sliding_window_state(key, now, window)
   local start = idx * window
   local weight = (window - math.max(0, now - start)) / window
   local used = prev * weight + cur
@@ -50,15 +51,7 @@ end
 -- Charges `delta` to the current window without a check, or refunds it from the current window
 -- (delta < 0), never below 0: what the previous window holds is already weighed.
 local function sliding_window_adjust(key, now, limit, window, burst, delta)
-  local idx = math.floor(now / window)
-  local cur, prev = 0, 0
-  local stored, c, p = fields(call('GET', key))
-  local same = stored ~= nil and stored >= idx
-  if same then
-    idx, cur, prev = stored, c, p
-  elseif stored == idx - 1 then
-    prev = c
-  end
+  local idx, cur, prev, same = sliding_window_state(key, now, window)
   local after = cur + delta
   if after < 0 then after = 0 end
   if after == cur then return end

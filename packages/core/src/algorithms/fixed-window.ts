@@ -6,14 +6,17 @@ export interface FixedWindowState {
   count: number;
 }
 
+/** Mirrors fixed_window_state: the window counted in and its count. */
+function current(state: FixedWindowState | undefined, now: number, window: number): FixedWindowState {
+  const idx = Math.floor(now / window);
+  return state && state.idx >= idx ? { ...state } : { idx, count: 0 };
+}
+
 export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost, apply) => {
   const window = p.windowMs;
-  let idx = Math.floor(now / window);
-  let count = 0;
-  if (state && state.idx >= idx) {
-    idx = state.idx;
-    count = state.count;
-  }
+  const counted = current(state, now, window);
+  const { idx } = counted;
+  let count = counted.count;
   // The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
   const endsUs = Math.max(1, Math.ceil(((idx + 1) * window - now) * 1000));
   const ends = Math.ceil(endsUs / 1000);
@@ -35,12 +38,7 @@ export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost
 /** Mirrors fixed_window_adjust: the current window's count moves by delta, never below 0. */
 export const fixedWindowAdjust: AdjustStep<FixedWindowState> = (state, now, p, delta) => {
   const window = p.windowMs;
-  let idx = Math.floor(now / window);
-  let count = 0;
-  if (state && state.idx >= idx) {
-    idx = state.idx;
-    count = state.count;
-  }
+  const { idx, count } = current(state, now, window);
   const after = Math.max(0, count + delta);
   if (after === count) return undefined;
   if (after === 0) return null;

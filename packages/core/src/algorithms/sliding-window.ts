@@ -7,20 +7,18 @@ export interface SlidingWindowState {
   prev: number;
 }
 
+/** Mirrors sliding_window_state: the window counted in, its count and the previous window's. */
+function current(state: SlidingWindowState | undefined, now: number, window: number): SlidingWindowState {
+  const idx = Math.floor(now / window);
+  if (state && state.idx >= idx) return { ...state };
+  return { idx, cur: 0, prev: state && state.idx === idx - 1 ? state.cur : 0 };
+}
+
 export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, cost, apply) => {
   const { limit, windowMs: window } = p;
-  let idx = Math.floor(now / window);
-  let cur = 0;
-  let prev = 0;
-  if (state) {
-    if (state.idx >= idx) {
-      idx = state.idx;
-      cur = state.cur;
-      prev = state.prev;
-    } else if (state.idx === idx - 1) {
-      prev = state.cur;
-    }
-  }
+  const counted = current(state, now, window);
+  const { idx, prev } = counted;
+  let cur = counted.cur;
   const start = idx * window;
   const weight = (window - Math.max(0, now - start)) / window;
   let used = prev * weight + cur;
@@ -48,18 +46,7 @@ export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, 
 /** Mirrors sliding_window_adjust: the current window's count moves by delta, never below 0. */
 export const slidingWindowAdjust: AdjustStep<SlidingWindowState> = (state, now, p, delta) => {
   const window = p.windowMs;
-  let idx = Math.floor(now / window);
-  let cur = 0;
-  let prev = 0;
-  if (state) {
-    if (state.idx >= idx) {
-      idx = state.idx;
-      cur = state.cur;
-      prev = state.prev;
-    } else if (state.idx === idx - 1) {
-      prev = state.cur;
-    }
-  }
+  const { idx, cur, prev } = current(state, now, window);
   const after = Math.max(0, cur + delta);
   if (after === cur) return undefined;
   if (after === 0 && prev === 0) return null;
