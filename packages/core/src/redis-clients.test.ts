@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { describe as describeValue, looksLikeClient, scriptClient } from './redis-clients.js';
+import { describe as describeValue } from './errors.js';
+import { looksLikeClient, scriptClient } from './redis-clients.js';
 
 const OWN = 'own-sha';
 const isOwn = (first: unknown) => first === OWN;
@@ -87,11 +88,23 @@ describe('scriptClient (unit, on client-shaped objects)', () => {
     expect(sent).toEqual([['{a}x', false, ['EVALSHA', 'sha', '2', '{a}x', '{a}y', '1']]]);
   });
 
+  it('many stores on one client add one close listener, removed when the last one closes', () => {
+    const client = ioredisShaped('ready');
+    const before = client.listenerCount('close');
+    const wrapped = Array.from({ length: 20 }, () => scriptClient(client, isOwn));
+    expect(client.listenerCount('close')).toBe(before + 1);
+    for (const w of wrapped) {
+      w.detach();
+      w.detach();
+    }
+    expect(client.listenerCount('close')).toBe(before);
+  });
+
   it('tells clients from other values by shape, and describes a value by type or constructor only', () => {
     expect(looksLikeClient(ioredisShaped('ready'))).toBe(true);
     expect(looksLikeClient({ status: 'ready' })).toBe(false);
     expect(describeValue(new (class Secretive {})())).toBe('an instance of Secretive');
     expect(describeValue({ password: 'x' })).toBe('an object');
-    expect(describeValue('redis://:x@h')).toBe('string');
+    expect(describeValue('redis://:x@h')).toBe('a string of 12 characters');
   });
 });

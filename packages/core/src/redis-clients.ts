@@ -1,7 +1,7 @@
 // The Redis clients redisStore() takes, told apart by shape. Nothing here imports a client, at run
 // time or in the emitted types: an app with no client installed type-checks, and one with any of them
 // passes its own instance.
-import { SluiceError } from './errors.js';
+import { describe, SluiceError } from './errors.js';
 
 /**
  * An ioredis 5 or 6, or iovalkey, client: `Redis` (also one that follows Sentinel) or `Cluster`.
@@ -55,15 +55,6 @@ export interface ScriptClient {
 type Loose = Record<string, unknown>;
 type AnyFn = (...args: unknown[]) => Promise<unknown>;
 
-/** What a value is, by type or constructor: a client holds passwords, so it is never serialized. */
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'function') return 'a function';
-  if (typeof value !== 'object') return typeof value;
-  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' && name !== '' && name !== 'Object' ? `an instance of ${name}` : 'an object';
-}
-
 const isIoredis = (c: Loose) => typeof c.evalsha === 'function' && typeof c.status === 'string';
 const isNodeRedis = (c: Loose) => typeof c.evalSha === 'function' && typeof c.sendCommand === 'function' && typeof c.isOpen === 'boolean';
 
@@ -84,6 +75,9 @@ export function scriptClient(client: unknown, isOwnCall: (first: unknown) => boo
   }
   throw new SluiceError('ERR_SLUICE_OPTION', `client must be ${CLIENTS_TAKEN}, got ${describe(client)}`);
 }
+
+/** The 'close' listener of each ioredis client that stores use, and how many stores share it. */
+const pruners = new WeakMap<object, { stores: number; onClose: () => void }>();
 
 function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean): ScriptClient {
   const cluster = client.isCluster === true;
@@ -110,7 +104,15 @@ function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean):
       } else i++;
     }
   };
-  if (!cluster) client.on('close', onClose);
+  // One listener per client however many stores share it (an app may have a store per route).
+  let shared = pruners.get(client);
+  if (!cluster && shared === undefined) {
+    shared = { stores: 0, onClose };
+    pruners.set(client, shared);
+    client.on('close', onClose);
+  }
+  if (shared) shared.stores++;
+  let detached = false;
   return {
     cluster,
     down() {
@@ -125,7 +127,11 @@ function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean):
     eval: (script, keys, args) => evalScript.call(client, script, keys.length, keys, args),
     del: (keys) => del.call(client, keys),
     detach() {
-      if (!cluster) client.removeListener('close', onClose);
+      if (detached || shared === undefined) return;
+      detached = true;
+      if (--shared.stores > 0) return;
+      client.removeListener('close', shared.onClose);
+      pruners.delete(client);
     },
   };
 }
