@@ -225,7 +225,7 @@ describe('what redisStore() cannot use', () => {
       })(),
       'an instance of FakeClient',
     ],
-    ['a URL string', `redis://:${secret}@127.0.0.1:6390`, 'string'],
+    ['a URL string', `redis://:${secret}@127.0.0.1:6390`, `a string of ${`redis://:${secret}@127.0.0.1:6390`.length} characters`],
     ['undefined', undefined, 'undefined'],
   ])('%s: refused naming client and the clients taken, describing it by type, never its contents', (_what, client, described) => {
     let error: unknown;
