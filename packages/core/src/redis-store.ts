@@ -57,6 +57,11 @@ export function redisStore(options: RedisStoreOptions): Store {
   /** Set while a flush waits for a call to return, for at most HOLD_MS. */
   let holding: ReturnType<typeof setTimeout> | undefined;
 
+  if (!cluster && !noResendOn.has(client)) {
+    noResendOn.add(client);
+    client.on('close', () => noResend(client));
+  }
+
   function release(): void {
     clearTimeout(holding);
     holding = undefined;
@@ -207,6 +212,35 @@ function settle(batch: Pending[], reply: number[]): void {
     }
     resolve({ allowed, states });
   }
+}
+
+/** Standalone clients with noResend on their 'close': one listener per client, whatever the stores on it. */
+const noResendOn = new WeakSet<object>();
+
+/**
+ * A standalone connection that closes while ready sets its unanswered commands aside and writes them
+ * again on the next connection (autoResendUnfulfilledCommands), after the fail mode has answered
+ * their callers: a call Redis had already run is charged twice. ioredis sets them aside before it
+ * emits 'close' (on the next tick) and resends them on 'ready': take the script calls out there.
+ */
+function noResend(client: object): void {
+  const queue = (client as { prevCommandQueue?: CommandQueue | null }).prevCommandQueue;
+  if (queue == null || typeof queue.peekAt !== 'function') return;
+  for (let i = 0; i < queue.length; ) {
+    const command = queue.peekAt(i)?.command;
+    const first = command?.args?.[0];
+    if (command !== undefined && (first === SHA || first === DECIDE_SCRIPT)) {
+      queue.remove(i, 1);
+      command.reject(new Error('Redis connection closed with the call in flight; it is not sent again'));
+    } else i++;
+  }
+}
+
+/** The part of ioredis' internal queue of commands set aside at a close that noResend reads. */
+interface CommandQueue {
+  length: number;
+  peekAt(i: number): { command: { args?: unknown[]; reject(error: Error): void } } | undefined;
+  remove(i: number, n: number): void;
 }
 
 function fail(batch: Pending[], error: unknown): void {
