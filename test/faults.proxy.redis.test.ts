@@ -52,15 +52,21 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     await server.stop();
   });
 
-  /** How many units `key` has been charged, read straight from the server with a peek of the same policy. */
-  const charged = async (prefix: string, policy: string, limit: number, key: string) => {
-    const reader = createLimiter({ policy, store: redisStore({ client: direct }), prefix });
-    const d = await reader.peek(key);
-    expect(d.source).toBe('store');
-    return limit - d.remaining;
+  /** How many units each of `keys` has been charged, read straight from the server with peeks of the same policy. */
+  const charged = async (prefix: string, policy: `${number}/${string}`, limit: number, keys: string[]) => {
+    const store = redisStore({ client: direct });
+    const reader = createLimiter({ policy, store, prefix });
+    try {
+      const peeks = await Promise.all(keys.map((k) => reader.peek(k)));
+      expect(peeks.every((d) => d.source === 'store')).toBe(true);
+      return peeks.map((d) => limit - d.remaining);
+    } finally {
+      await reader.close();
+      await store.close();
+    }
   };
 
-  it('Redis 10 ms slower than the timeout: the fail mode answers (open and closed), at the timeout', async () => {
+  it('Redis 10 ms slower than the timeout: the fail mode answers, open and closed', async () => {
     const timeout = 100;
     const client = await viaProxy();
     const store = redisStore({ client });
@@ -74,9 +80,11 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     // late, the reply is there and the store's answer is the right one. So a call is judged only when
     // a probe timer, set with the deadline's, fired before the reply was due (lateness < 5 ms); the
     // test needs 20 such calls of each limiter and gives up after 200.
-    const onTime: Array<{ decision: Decision; ms: number; mode: 'open' | 'closed' }> = [];
+    const onTime: Array<{ decision: Decision; mode: 'open' | 'closed' }> = [];
     let lateCalls = 0;
-    for (let i = 0; i < 200 && onTime.length < 40; i++) {
+    let worstLate = 0;
+    const judged = (m: string) => onTime.filter((c) => c.mode === m).length;
+    for (let i = 0; i < 200 && (judged('open') < 20 || judged('closed') < 20); i++) {
       const mode = i % 2 === 0 ? 'open' : 'closed';
       const started = performance.now();
       let probeLate = 0;
@@ -87,27 +95,26 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
         }, timeout),
       );
       const decision = await (mode === 'open' ? open : closed).consume('k');
-      const ms = performance.now() - started;
       await probe;
-      if (probeLate < 5) onTime.push({ decision, ms, mode });
+      if (probeLate < 5) onTime.push({ decision, mode });
       else lateCalls++;
+      worstLate = Math.max(worstLate, probeLate);
     }
-    expect(onTime.length).toBe(40);
-    for (const { decision, ms, mode } of onTime) {
-      expect(decision.source).toBe(mode === 'open' ? 'fail-open' : 'fallback');
-      expect(ms).toBeGreaterThanOrEqual(timeout - 1);
-    }
+    expect(Math.min(judged('open'), judged('closed'))).toBeGreaterThanOrEqual(20);
+    for (const { decision, mode } of onTime) expect(decision.source).toBe(mode === 'open' ? 'fail-open' : 'fallback');
     proxy.latency(0);
     // The late replies have all come back: with the latency gone the store answers again.
     await until(() => proxy.stats().repliesPending === 0, 5000, 'late replies delivered');
     expect((await open.consume('k')).source).toBe('store');
-    if (lateCalls > 0) console.log(`slow Redis: ${lateCalls} calls skipped, their timer was late`);
+    console.log(`slow Redis: ${lateCalls} calls skipped (timer late >= 5 ms), latest timer ${worstLate.toFixed(1)} ms late`);
   }, 60_000);
 
   it('jitter inside the timeout: every decision is the store’s, and exact', async () => {
     const client = await viaProxy();
     const limit = 150;
-    const limiter = createLimiter({ policy: `${limit}/1h`, store: redisStore({ client }),
+    const limiter = createLimiter({
+      policy: `${limit}/1h`,
+      store: redisStore({ client }),
       timeout: 1000,
       // Every decision from the store itself, denials included.
       denyCache: false,
@@ -143,7 +150,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
   ])('a reset in the middle of a batch (%s): every caller is answered, none is charged twice', async (_name, options) => {
     const client = await viaProxy(options);
     const timeout = 1500;
-    const policy = '1000/1h';
+    const policy = '1000/1h' as const;
     const prefix = unique();
     const limiter = createLimiter({ policy, store: redisStore({ client, maxBatch: 8 }), timeout, breaker: false, prefix });
     expect((await limiter.consume('warm')).source).toBe('store');
@@ -180,7 +187,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     await sleep(200);
     // On the server, each key at most once (the one call that reached Redis before the reset), and every
     // key whose caller heard from the store exactly once.
-    const counts = await Promise.all(keys.map((k) => charged(prefix, policy, 1000, k)));
+    const counts = await charged(prefix, policy, 1000, keys);
     expect(Math.max(...counts)).toBe(1);
     results.forEach((r, i) => {
       if (r.decision.source === 'store') expect(counts[i]).toBe(1);

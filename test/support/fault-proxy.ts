@@ -101,17 +101,22 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       toClient(link, chunk);
       return;
     }
-    const now = performance.now();
-    link.lastDue = Math.max(now + delayMs + Math.random() * jitterMs, link.lastDue);
+    const due = Math.max(performance.now() + delayMs + Math.random() * jitterMs, link.lastDue);
+    link.lastDue = due;
     link.delayed++;
-    // Timers due at the same ms fire in the order they were set, so order holds.
-    setTimeout(
-      () => {
-        link.delayed--;
-        toClient(link, chunk);
-      },
-      Math.max(0, link.lastDue - now),
-    );
+    // A timer counts from the event loop's cached time, which can be ms behind the real clock, so it
+    // may fire early: wait again for the rest, never deliver before `due`. Timers due at the same ms
+    // fire in the order they were set, so order holds.
+    const later = () => {
+      const left = due - performance.now();
+      if (left > 0) {
+        setTimeout(later, left);
+        return;
+      }
+      link.delayed--;
+      toClient(link, chunk);
+    };
+    setTimeout(later, due - performance.now());
   };
 
   /** A request chunk from the client. */
