@@ -2,8 +2,10 @@
 //
 // Eviction: per maxmemory policy (allkeys-lru, volatile-ttl, noeviction) a fresh redis-server with
 // --maxmemory, shared by sluice and a cache. ACTIVE + IDLE keys are each exhausted (LIMIT admitted,
-// then denied); then the cache writes CACHE_MB of 1 KB values, twice maxmemory, while the active keys
-// keep being asked (one denied request each per 1 MB written: an attacker who keeps knocking). Then
+// then denied); then the cache writes CACHE_MB of 1 KB values, twice maxmemory, 1 MB per 1.1 s
+// (--step-ms), while the active keys keep being asked (one denied request each per 1 MB written: an
+// attacker who keeps knocking). Redis' LRU clock has a resolution of 1 s: unpaced, the whole run
+// would fall in a few ticks and allkeys-lru could not tell a knocked key from a cache value. Then
 // every key is asked until it is denied: what it admits is over its limit, since none has refilled
 // (1 h window). A key whose counter was evicted starts full again: it admits up to its burst again.
 // Run with the cache's values without a TTL and with a 1-day TTL (volatile-ttl only evicts keys with
@@ -16,7 +18,7 @@
 // asked until denied. (SIGSTOP on the replica does not lose writes on 127.0.0.1: the kernel holds
 // what the master sent in the replica's socket buffer and the replica reads it on SIGCONT.)
 //
-// Usage: pnpm build && node bench/eviction.mjs [--maxmemory-mb 16] [--limit 10] [--keys 2000] [--lost 4]
+// Usage: pnpm build && node bench/eviction.mjs [--maxmemory-mb 16] [--limit 10] [--keys 2000] [--lost 4] [--step-ms 1100]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +33,7 @@ const LIMIT = Number(arg('limit', 10));
 const KEYS = Number(arg('keys', 2000));
 const LOST = Number(arg('lost', 4));
 const CACHE_MB = 2 * MAXMEMORY_MB;
+const STEP_MS = Number(arg('step-ms', 1100));
 const policy = { limit: LIMIT, window: '1h' };
 
 async function server(extra = []) {
@@ -129,6 +132,8 @@ async function eviction(maxmemoryPolicy, cacheTtl) {
       writes.push((cacheTtl ? redis.client.set(key, value, 'EX', cacheTtl) : redis.client.set(key, value)).catch(() => cacheErrors++));
     }
     await Promise.all(writes);
+    // Redis' LRU clock ticks once a second: paced, the knocked keys are younger than the cache's.
+    await new Promise((r) => setTimeout(r, STEP_MS));
     const knocks = await Promise.all(active.map((k) => limiter.consume(k)));
     // Each knock is on an exhausted key: one the store admits has lost its counter.
     knocksAdmitted += knocks.filter((d) => d.allowed && d.source === 'store').length;
@@ -210,7 +215,7 @@ async function failover() {
     chargedNotReplicated: LOST,
     admittedLost,
     replicationBytesBehind: lag,
-    overLimit: t,
+    overLimit,
   };
 }
 

@@ -126,6 +126,8 @@ async function server(redisPort) {
   process.on('disconnect', () => process.exit(0));
 }
 
+const p99Of = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? 0;
+
 async function driver() {
   const require = createRequire(import.meta.url);
   const autocannon = require('autocannon');
@@ -175,7 +177,7 @@ async function driver() {
     `soak: ${MINUTES} min at ${RATE} req/s, ${CONNECTIONS} connections, ${KEYS.toLocaleString('en-US')} keys (+2% on one hot key), ` +
       `policy 100/1m; Redis killed every ${RESTART_EVERY} min and started again ${DOWN_S} s later`,
   );
-  let perMinute = { responses: 0, byStatus: {}, maxLatency: 0 };
+  let perMinute = { responses: 0, byStatus: {}, maxLatency: 0, latencies: [] };
   const instance = autocannon({
     url: `http://127.0.0.1:${port}/`,
     connections: CONNECTIONS,
@@ -195,6 +197,7 @@ async function driver() {
     perMinute.responses++;
     perMinute.byStatus[statusCode] = (perMinute.byStatus[statusCode] ?? 0) + 1;
     perMinute.maxLatency = Math.max(perMinute.maxLatency, responseTime);
+    perMinute.latencies.push(responseTime);
   });
   const done = new Promise((resolve) => instance.once('done', resolve));
 
@@ -207,7 +210,7 @@ async function driver() {
       setTimeout(async () => {
         const s = await sample();
         const client = perMinute;
-        perMinute = { responses: 0, byStatus: {}, maxLatency: 0 };
+        perMinute = { responses: 0, byStatus: {}, maxLatency: 0, latencies: [] };
         samples.push({ minute: m, ...s, client });
         const mb = (b) => (b / 2 ** 20).toFixed(1);
         console.log(
@@ -215,7 +218,7 @@ async function driver() {
             `answered ${s.answered} (${Object.entries(s.sources)
               .map(([k, v]) => `${k} ${v}`)
               .join(', ')}; denied ${s.denied}), in flight ${s.inFlight} (oldest ${Math.round(s.oldestMs)} ms), ` +
-            `client: ${JSON.stringify(client.byStatus)} max ${Math.round(client.maxLatency)} ms, unhandled ${s.unhandled}, ` +
+            `client: ${JSON.stringify(client.byStatus)} p99 ${Math.round(p99Of(client.latencies))} max ${Math.round(client.maxLatency)} ms, unhandled ${s.unhandled}, ` +
             `keys held by the fallback ${s.localKeys}`,
         );
       }, m * 60_000),
