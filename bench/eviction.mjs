@@ -46,6 +46,8 @@ async function server(extra = []) {
       stdio: 'ignore',
     },
   );
+  // A run that dies of an exception takes its servers with it.
+  process.on('exit', () => proc.kill('SIGKILL'));
   for (let i = 0; ; i++) {
     const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null });
     probe.on('error', () => {});

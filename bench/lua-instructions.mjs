@@ -34,8 +34,8 @@ const FUNCTIONS = at < 0 ? undefined : process.argv[at + 1] === 'hoisted' ? 'hoi
 function library(mode) {
   const head = '#!lua name=sluice\n';
   if (mode === 'wrapped') return `${head}redis.register_function('sluice_decide', function(KEYS, ARGV)\n${DECIDE_SCRIPT}\nend)\n`;
-  // The algorithm files come first, then decide.lua, whose per-call part starts at `local now, slack`.
-  const split = DECIDE_SCRIPT.indexOf('local now, slack');
+  // The definitions come first, then decide.lua, whose per-call part starts at `local now`.
+  const split = DECIDE_SCRIPT.search(/^local now\b/m);
   if (split < 0) throw new Error('lua-instructions: the decide script has changed shape; update library()');
   // While a library loads it sees no globals but a reduced `redis` (no string, math, redis.call): the
   // files' top-level aliases (`local floor, format, call = math.floor, string.format, redis.call`, the

@@ -126,7 +126,9 @@ async function server(redisPort) {
   process.on('disconnect', () => process.exit(0));
 }
 
-const p99Of = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? 0;
+function p99Of(xs) {
+  return xs.sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? 0;
+}
 
 async function driver() {
   const require = createRequire(import.meta.url);
@@ -164,6 +166,8 @@ async function driver() {
       redis.kill('SIGKILL');
     });
   await startRedis();
+  // A driver that dies of an exception takes its Redis with it.
+  process.on('exit', () => redis.kill('SIGKILL'));
 
   const child = fork(fileURLToPath(import.meta.url), ['--server', String(redisPort)], { execArgv: ['--expose-gc'] });
   const { port } = await new Promise((resolve) => child.once('message', resolve));
