@@ -4,11 +4,18 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/packages', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  moduleFileExtensions: ['ts', 'cts', 'js', 'cjs', 'mjs', 'json'],
+  transform: {
+    '^.+\\.c?ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
+    // The Redis harness is plain ESM shared with bench/ (test/support/redis-harness.mjs): compiled to CommonJS like the tests.
+    '^.+\\.mjs$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } }],
+  },
   moduleNameMapper: {
     '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
-    '^@sluice/(core|express|fastify|koa)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@sluice/(core|express|fastify|koa|metrics|cli)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
+    // @sluice/metrics imports its .cts source (src/peer.cts) by the name of its output, './peer.cjs'.
+    '^\\./peer\\.cjs$': './peer.cts',
   },
   testTimeout: 30_000,
   maxWorkers: 2,

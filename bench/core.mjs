@@ -3,9 +3,13 @@
 // sluice algorithm beside rate-limiter-flexible and rate-limit-redis, and redis-benchmark running a
 // one-decision script pipelined. Rounds are interleaved; figures are min/median/max over rounds, and
 // each round's ratio of sluice token-bucket to the faster library is taken within that round.
+// 'sluice consume+release' is one pair per decision: a consume on a concurrent policy, then its
+// release() (two script calls); its ratio to the token bucket is taken within each round too (target 0.5).
 // Every sluice decision must come from Redis: a timeout would turn it into a local fallback decision,
 // so the limiters get a generous timeout and the run fails if any decision came from elsewhere.
-// Usage: pnpm bench:core [-- --seconds 2 --rounds 3]
+// --client picks the client of sluice's Redis store (the other libraries keep ioredis): ioredis (the
+// default), node-redis (the `redis` package) or iovalkey.
+// Usage: pnpm bench:core [-- --seconds 2 --rounds 3 --client ioredis|node-redis|iovalkey]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createLimiter, redisStore } from '@sluice/core';
@@ -18,10 +22,31 @@ const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 3));
 const KEYS = 10_000;
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
+const CLIENT = arg('client', 'ioredis');
+
+/** The client sluice's store runs on, connected to `port`; the one `redis` made when it is ioredis. */
+async function storeClientFor(name, port, ioredis) {
+  if (name === 'ioredis') return { storeClient: ioredis, close: () => {} };
+  if (name === 'node-redis') {
+    const { createClient } = await import('redis');
+    const nodeRedis = createClient({ socket: { host: '127.0.0.1', port } });
+    await nodeRedis.connect();
+    return { storeClient: nodeRedis, close: () => nodeRedis.disconnect() };
+  }
+  if (name === 'iovalkey') {
+    const { default: Valkey } = await import('iovalkey');
+    const valkey = new Valkey({ host: '127.0.0.1', port });
+    await new Promise((resolve, reject) => valkey.once('ready', resolve).once('error', reject));
+    return { storeClient: valkey, close: () => valkey.disconnect() };
+  }
+  throw new Error(`--client must be ioredis, node-redis or iovalkey, got ${JSON.stringify(name)}`);
+}
 
 const redis = await startRedis();
 let offStore = 0;
 const { client } = redis;
+const { storeClient, close: closeStoreClient } = await storeClientFor(CLIENT, redis.port, client);
+console.log(`sluice's store on ${CLIENT}`);
 const stats = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
@@ -30,8 +55,9 @@ const stats = (xs) => {
 function contenders() {
   const list = ALGORITHMS.map((algorithm) => {
     const limiter = createLimiter({
-      policy: { limit: 1_000_000, window: '1h', algorithm },
-      store: redisStore({ client }),
+      // A sliding log counts at most 10,000 units (SLIDING_LOG_MAX); a run sends each key far fewer.
+      policy: { limit: algorithm === 'sliding-log' ? 10_000 : 1_000_000, window: '1h', algorithm },
+      store: redisStore({ client: storeClient }),
       prefix: `b-${algorithm}`,
       timeout: 10_000,
     });
@@ -40,6 +66,47 @@ function contenders() {
       if (d.source !== 'store') offStore++;
     };
     return { name: `sluice ${algorithm}`, command: 'evalsha', run };
+  });
+  // Issue 13: a plan per call (the token bucket above, as a policy object built per request, as an app
+  // would from its user's plan) and a calendar quota, each against the fixed token bucket.
+  const perCall = createLimiter({ store: redisStore({ client: storeClient }), prefix: 'b-per-call', timeout: 10_000 });
+  const planLimit = 1_000_000;
+  list.push({
+    name: 'sluice per-call policy',
+    command: 'evalsha',
+    run: async (key) => {
+      const d = await perCall.consume(key, { policy: { limit: planLimit, window: '1h' } });
+      if (d.source !== 'store') offStore++;
+    },
+  });
+  const quota = createLimiter({
+    policy: '1000000000/day',
+    store: redisStore({ client: storeClient }),
+    prefix: 'b-calendar',
+    timeout: 10_000,
+  });
+  list.push({
+    name: 'sluice calendar day',
+    command: 'evalsha',
+    run: async (key) => {
+      const d = await quota.consume(key);
+      if (d.source !== 'store') offStore++;
+    },
+  });
+  const slots = createLimiter({
+    policy: { concurrent: 100_000, lease: '30s' },
+    store: redisStore({ client }),
+    prefix: 'b-concurrent',
+    timeout: 10_000,
+  });
+  list.push({
+    name: 'sluice consume+release',
+    command: 'evalsha',
+    run: async (key) => {
+      const d = await slots.consume(key);
+      if (d.source !== 'store' || !d.allowed) offStore++;
+      await d.release?.();
+    },
   });
   const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
   list.push({ name: 'rate-limiter-flexible', command: 'evalsha', run: (key) => rlf.consume(key).catch(() => {}) });
@@ -89,7 +156,7 @@ const fill = async (prefix, consume) => {
 for (const algorithm of ALGORITHMS) {
   const limiter = createLimiter({
     policy: { limit: 100, window: '1h', algorithm },
-    store: redisStore({ client }),
+    store: redisStore({ client: storeClient }),
     prefix: `m-${algorithm}`,
     timeout: 10_000,
   });
@@ -186,6 +253,7 @@ for (let r = 0; r < ROUNDS; r++) {
   );
   rb.push(Number(/([\d.]+) requests per second/.exec(out)[1]));
 }
+await closeStoreClient();
 redis.stop();
 if (offStore > 0) throw new Error(`${offStore} sluice decisions did not come from Redis (timeouts?): figures are void`);
 
@@ -212,12 +280,51 @@ for (const c of list) {
 const s = stats(rb);
 console.log(`| redis-benchmark, one-decision script, -P 512 | | | | | | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) |`);
 // Ratios within each round: sluice token-bucket over the faster of the two libraries in that round.
+const ratios = {};
 for (const n of [64, 512]) {
-  const ratio = rates[`sluice token-bucket @${n}`].map(
+  ratios[n] = rates[`sluice token-bucket @${n}`].map(
     (tb, r) => tb / Math.max(rates[`rate-limiter-flexible @${n}`][r], rates[`rate-limit-redis @${n}`][r]),
   );
-  const q = stats(ratio);
+  const q = stats(ratios[n]);
   console.log(
     `\ntoken-bucket / faster library @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x)`,
   );
 }
+for (const n of [64, 512]) {
+  const ratio = rates[`sluice consume+release @${n}`].map((pairs, r) => pairs / rates[`sluice token-bucket @${n}`][r]);
+  const q = stats(ratio);
+  const verdict = q.median >= 0.5 ? 'met' : 'MISSED';
+  console.log(
+    `consume+release pairs / token-bucket consumes @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x), target 0.5: ${verdict}`,
+  );
+}
+// Issue 13: a per-call policy and a calendar quota beside the fixed token bucket, within each round:
+// Node CPU per decision at 512 in flight (at most 1.10x) and throughput over the faster library.
+for (const name of ['sluice per-call policy', 'sluice calendar day']) {
+  const cpuRatio = stats(nodeCpu[name].map((us, r) => us / nodeCpu['sluice token-bucket'][r]));
+  const lead = stats(
+    rates[`${name} @512`].map((x, r) => x / Math.max(rates['rate-limiter-flexible @512'][r], rates['rate-limit-redis @512'][r])),
+  );
+  console.log(
+    `${name}: Node CPU / token-bucket @512 median ${cpuRatio.median.toFixed(2)}x (${cpuRatio.min.toFixed(2)}–${cpuRatio.max.toFixed(2)}x); ` +
+      `/ faster library @512 median ${lead.median.toFixed(2)}x (${lead.min.toFixed(2)}–${lead.max.toFixed(2)}x)`,
+  );
+}
+
+const { writeResults } = await import('./results.mjs');
+const memoryOf = { 'rate-limiter-flexible': 'm-rlf', 'rate-limit-redis': 'm-rlr:' };
+const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
+writeResults('core', {
+  settings: { seconds: SECONDS, rounds: ROUNDS, keys: KEYS },
+  inflight: [1, 64, 512],
+  contenders: list.map((c) => ({
+    name: c.name,
+    scriptUsPerDecision: cpu[c.name],
+    serverCpuUsPerDecision: processCpu[c.name],
+    nodeCpuUsPerDecision: withRounds(nodeCpu[c.name]),
+    memoryBytesPerKey: memory[memoryOf[c.name] ?? `m-${c.name.replace('sluice ', '')}`],
+    decisionsPerSecond: Object.fromEntries([1, 64, 512].map((n) => [n, withRounds(rates[`${c.name} @${n}`])])),
+  })),
+  redisBenchmark: { name: 'redis-benchmark, one-decision script, -P 512', inflight: 512, decisionsPerSecond: withRounds(rb) },
+  tokenBucketOverFasterLibrary: { 64: withRounds(ratios[64]), 512: withRounds(ratios[512]) },
+});

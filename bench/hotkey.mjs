@@ -17,8 +17,8 @@
 // Usage: pnpm build && node bench/hotkey.mjs [--seconds 2 --rounds 5 --limit 1000 --times 10 --inflight 64]
 import { createLimiter, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
+import { sleep, startCluster } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { startCluster } from './redis-cluster.mjs';
 import { startRedis } from './redis-server.mjs';
 
 const SECONDS = Number(arg('seconds', 2));
@@ -49,7 +49,6 @@ const spread = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
 };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Script calls (EVALSHA + EVAL) and their server time since the last CONFIG RESETSTAT. */
 async function scriptStats(client) {
@@ -255,6 +254,45 @@ try {
   }
   const lost = Object.keys(notFromRedis).length > 0 ? JSON.stringify(notFromRedis) : 'none';
   console.log(`\nDecisions not from Redis (the store timed out, fallback or fail-open): ${lost}`);
+
+  const { writeResults } = await import('./results.mjs');
+  const withRounds = (xs) => ({ ...spread(xs), rounds: xs });
+  writeResults('hotkey', {
+    settings: {
+      seconds: SECONDS,
+      warmMs: WARM_MS,
+      rounds: ROUNDS,
+      max: MAX,
+      limit: LIMIT,
+      times: TIMES,
+      inflight: INFLIGHT,
+      shards: SHARDS,
+    },
+    home,
+    decisionsNotFromRedis: notFromRedis,
+    floods: FLOODS.flatMap((flood) =>
+      ALGORITHMS.map((algorithm) => ({
+        flood,
+        algorithm,
+        modes: all
+          .filter((m) => m.algorithm === algorithm)
+          .map((m) => {
+            const rs = results.get(`${flood}|${algorithm}|${m.name}`);
+            const field = (f) => withRounds(rs.map(f));
+            return {
+              mode: m.name,
+              where: m.where,
+              requestsPerSecond: field((x) => x.rps),
+              admittedPerSecond: field((x) => x.admittedPerSecond),
+              scriptCallsPerRequest: field((x) => x.scriptsPerRequest),
+              decisionsSentPerRequest: field((x) => x.sentPerRequest),
+              redisUsPerRequest: field((x) => x.usecPerRequest),
+              perMaster: m.where === 'cluster' ? rs.map((x) => x.perMaster) : undefined,
+            };
+          }),
+      })),
+    ),
+  });
 } finally {
   stopAll();
 }

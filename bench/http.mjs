@@ -12,6 +12,10 @@
 // Usage: pnpm bench:http [-- --seconds 2 --rounds 10 --warmup 1 --frameworks express,fastify,koa]
 //   --contenders sluice-redis,bare   run only these contenders (bare is always kept, for the ratios)
 //   --control                        add a second bare app: its ratio to the first shows the noise floor
+//   --handler json|text              the route answers {"hello":"world"} (default) or the text 'ok' (cheaper:
+//                                    what a limiter costs shows more); text has issue 17's targets
+// Every contender also gets CPU added per request over the bare app of the same round: its server's and
+// Redis' CPU µs per request less the bare app's.
 //   --profile DIR                    run the servers under node --cpu-prof, profiles in DIR
 //                                    (summarize with: node bench/http-servers/profile-summary.mjs DIR/*/*.cpuprofile)
 import { execFileSync, fork } from 'node:child_process';
@@ -34,6 +38,8 @@ const FRAMEWORKS = arg('frameworks', 'express,fastify,koa').split(',');
 const ONLY = arg('contenders', undefined)?.split(',');
 const PROFILE = arg('profile', undefined);
 const CONTROL = process.argv.includes('--control');
+const HANDLER = arg('handler', 'json');
+if (HANDLER !== 'json' && HANDLER !== 'text') throw new Error('--handler must be json or text');
 const CONNECTIONS = 64;
 const KEYS = 10_000;
 const SERVER = new URL('./http-servers/server.mjs', import.meta.url);
@@ -42,15 +48,25 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PACKAGES = ['core', 'express', 'fastify', 'koa'];
 
 const CONTENDERS = {
-  express: ['bare', 'sluice-memory', 'sluice-redis', 'express-rate-limit', 'rate-limiter-flexible'],
-  fastify: ['bare', 'sluice-memory', 'sluice-redis', '@fastify/rate-limit'],
-  koa: ['bare', 'sluice-memory', 'sluice-redis', 'koa-ratelimit'],
+  express: [
+    'bare',
+    'sluice-memory',
+    'sluice-redis',
+    'sluice-redis-settle',
+    'sluice-redis-skip-failed',
+    'express-rate-limit',
+    'rate-limiter-flexible',
+  ],
+  fastify: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', '@fastify/rate-limit'],
+  koa: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', 'koa-ratelimit'],
 };
 const LABELS = {
   bare: 'bare app',
   control: 'bare app, a second one (control)',
   'sluice-memory': 'sluice, memory store',
   'sluice-redis': 'sluice, Redis',
+  'sluice-redis-settle': 'sluice, Redis, settle (cost 2 settled to 1)',
+  'sluice-redis-skip-failed': 'sluice, Redis, skipFailedRequests',
   'express-rate-limit': 'express-rate-limit + rate-limit-redis',
   'rate-limiter-flexible': 'rate-limiter-flexible (RateLimiterRedis)',
   '@fastify/rate-limit': '@fastify/rate-limit (Redis)',
@@ -122,7 +138,7 @@ function startServer(framework, contender) {
     const execArgv = PROFILE
       ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, `${framework}-${contender.replace('/', '-')}-${Date.now()}`)]
       : [];
-    const child = fork(SERVER, [framework, contender === 'control' ? 'bare' : contender, String(redis.port)], {
+    const child = fork(SERVER, [framework, contender === 'control' ? 'bare' : contender, String(redis.port), HANDLER], {
       execArgv: ['--import', HOOKS, ...execArgv],
       env: { ...process.env, SLUICE_BENCH_SNAPSHOT: snapshot },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -270,7 +286,7 @@ snapshot = taken.dir;
 redis = await startRedis();
 const total = FRAMEWORKS.reduce((n, f) => n + CONTENDERS[f].length, 0);
 console.log(
-  `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${total} contenders, ${WARMUP} s warm-up each, then ${ROUNDS} rounds of ${SECONDS} s each, ` +
+  `HTTP benchmark: ${FRAMEWORKS.join(', ')}; handler ${HANDLER}; ${total} contenders, ${WARMUP} s warm-up each, then ${ROUNDS} rounds of ${SECONDS} s each, ` +
     `${CONNECTIONS} connections, ${KEYS.toLocaleString('en-US')} keys; redis-server on port ${redis.port}; ` +
     `sluice build ${taken.hash} (${gitState()}); about ${Math.ceil((total * (WARMUP + 1 + ROUNDS * (SECONDS + 0.2))) / 60)} min; load average ${loadavg()
       .map((l) => l.toFixed(2))
@@ -306,13 +322,20 @@ console.log(
 const roundHeads = Array.from({ length: ROUNDS }, (_, r) => `round ${r + 1}`);
 console.log(
   `\n| framework | contender | ${roundHeads.join(' | ')} | req/s, median (min–max) | ratio to bare, median (min–max) | ` +
-    'server CPU µs/req | Redis CPU µs/req | scripts (EVAL/EVALSHA) per req |',
+    'server CPU µs/req | Redis CPU µs/req | CPU µs/req added over bare, median (min–max) | scripts (EVAL/EVALSHA) per req |',
 );
-console.log(`| --- | --- | ${roundHeads.map(() => '---:').join(' | ')} | ---: | ---: | ---: | ---: | ---: |`);
+console.log(`| --- | --- | ${roundHeads.map(() => '---:').join(' | ')} | ---: | ---: | ---: | ---: | ---: | ---: |`);
 const verdicts = [];
+const ratiosOf = {}; // ratiosOf[framework][contender] = one ratio to the bare app per round
+const addedOf = {}; // addedOf[framework][contender] = CPU µs per request (server + Redis) over the bare app, per round
+// Text-handler targets (issue 17): CPU added per request at most this many µs, and ratio to bare at least 0.8.
+const ADDED_TARGET = { express: 5, fastify: 3, koa: 3 };
 for (const framework of FRAMEWORKS) {
   const bare = runs[framework].bare.map((x) => x.rps);
+  const bareCpu = runs[framework].bare.map((x) => x.cpu + x.redis);
+  addedOf[framework] = {};
   const ratios = {};
+  ratiosOf[framework] = ratios;
   for (const contender of CONTENDERS[framework]) {
     const xs = runs[framework][contender].map((x) => x.rps);
     ratios[contender] = xs.map((x, r) => x / bare[r]);
@@ -320,11 +343,15 @@ for (const framework of FRAMEWORKS) {
     const s = stats(xs);
     const q = stats(ratios[contender]);
     const cpu = stats(runs[framework][contender].map((x) => x.cpu)).median;
+    const added = runs[framework][contender].map((x, r) => x.cpu + x.redis - bareCpu[r]);
+    addedOf[framework][contender] = added;
+    const a = stats(added);
     const onRedis = (field, digits) =>
       ON_REDIS(contender) ? stats(runs[framework][contender].map((x) => x[field])).median.toFixed(digits) : '';
     console.log(
       `| ${framework} | ${LABELS[contender]} | ${cells.join(' | ')} | ${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}) | ` +
-        `${fmtRatio(q.median)} (${fmtRatio(q.min)}–${fmtRatio(q.max)}) | ${cpu.toFixed(1)} | ${onRedis('redis', 1)} | ${onRedis('scripts', 3)} |`,
+        `${fmtRatio(q.median)} (${fmtRatio(q.min)}–${fmtRatio(q.max)}) | ${cpu.toFixed(1)} | ${onRedis('redis', 1)} | ` +
+        `${a.median.toFixed(1)} (${a.min.toFixed(1)}–${a.max.toFixed(1)}) | ${onRedis('scripts', 3)} |`,
     );
   }
   if (ratios.control) {
@@ -333,17 +360,61 @@ for (const framework of FRAMEWORKS) {
       `${framework}: a second bare app at ${fmtRatio(c.median)} (${fmtRatio(c.min)}–${fmtRatio(c.max)}) of the first: the noise floor`,
     );
   }
+  // settle and skipFailedRequests: at least 0.8 of bare (issue 14).
+  for (const c of ['sluice-redis-settle', 'sluice-redis-skip-failed']) {
+    if (!ratios[c]) continue;
+    const q = stats(ratios[c]).median;
+    verdicts.push(`${framework}: ${LABELS[c]} at ${fmtRatio(q)} of bare (target 0.8): ${q >= 0.8 ? 'met' : 'MISSED'}`);
+  }
   if (!ratios['sluice-redis']) continue;
   const sluice = stats(ratios['sluice-redis']).median;
-  verdicts.push(`${framework}: sluice on Redis at ${fmtRatio(sluice)} of bare (target 0.85): ${sluice >= 0.85 ? 'met' : 'MISSED'}`);
-  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && c !== 'sluice-redis')) {
+  const floor = HANDLER === 'text' ? 0.8 : 0.85;
+  verdicts.push(`${framework}: sluice on Redis at ${fmtRatio(sluice)} of bare (target ${floor}): ${sluice >= floor ? 'met' : 'MISSED'}`);
+  if (HANDLER === 'text') {
+    const added = stats(addedOf[framework]['sluice-redis']).median;
+    const most = ADDED_TARGET[framework];
+    verdicts.push(
+      `${framework}: sluice on Redis adds ${added.toFixed(1)} µs CPU per request over bare, server + Redis (target at most ${most}): ${added <= most ? 'met' : 'MISSED'}`,
+    );
+  }
+  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && !c.startsWith('sluice-'))) {
     const p = stats(ratios[peer]).median;
     const wins = ratios['sluice-redis'].filter((x, r) => x > ratios[peer][r]).length;
     verdicts.push(
       `${framework}: sluice on Redis ${fmtRatio(sluice)} vs ${LABELS[peer]} ${fmtRatio(p)}: ` +
-        `${sluice > p ? 'ahead' : 'BEHIND'} (ahead in ${wins} of ${ROUNDS} rounds)`,
+        `${sluice > p ? 'ahead' : 'BEHIND'} (ahead in ${wins} of ${ROUNDS} rounds${HANDLER === 'text' ? `, target 8: ${wins >= 8 ? 'met' : 'MISSED'}` : ''})`,
     );
   }
 }
 if (notes.length > 0) console.log(`\nWARNING: sluice decided some requests without Redis:\n${notes.map((n) => `- ${n}`).join('\n')}`);
 console.log(`\nTargets (ratios are medians of per-round ratios):\n${verdicts.map((v) => `- ${v}`).join('\n')}`);
+
+const { writeResults } = await import('./results.mjs');
+const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
+writeResults('http', {
+  settings: { seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP, connections: CONNECTIONS, keys: KEYS, control: CONTROL, handler: HANDLER },
+  build: taken.hash,
+  minutes,
+  frameworks: Object.fromEntries(
+    FRAMEWORKS.map((framework) => {
+      const rows = CONTENDERS[framework].map((contender) => {
+        const xs = runs[framework][contender];
+        const median = (field) => stats(xs.map((x) => x[field])).median;
+        return {
+          contender,
+          label: LABELS[contender],
+          onRedis: ON_REDIS(contender),
+          requestsPerSecond: withRounds(xs.map((x) => x.rps)),
+          ratioToBare: withRounds(ratiosOf[framework][contender]),
+          serverCpuUsPerRequest: median('cpu'),
+          cpuAddedUsPerRequest: withRounds(addedOf[framework][contender]),
+          redisCpuUsPerRequest: ON_REDIS(contender) ? median('redis') : undefined,
+          scriptsPerRequest: ON_REDIS(contender) ? median('scripts') : undefined,
+        };
+      });
+      return [framework, rows];
+    }),
+  ),
+  targets: verdicts,
+  decidedWithoutRedis: notes,
+});

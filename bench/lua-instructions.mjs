@@ -18,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
+import { freePort } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { freePort } from './redis-server.mjs';
 
 const ALGORITHM = arg('algorithm', 'tb');
 const LIMIT = arg('limit', '1000');
@@ -105,6 +105,13 @@ try {
     `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
       `${f(total / (BATCHES * BATCH))} instructions per decision, ${f(total / BATCHES)} per call`,
   );
+  // One file per algorithm: each is its own run (--algorithm picks one).
+  const { writeResults } = await import('./results.mjs');
+  writeResults(`lua-instructions-${ALGORITHM}`, {
+    settings: { algorithm: ALGORITHM, limit: Number(LIMIT), windowMs: Number(WINDOW), batch: BATCH, batches: BATCHES, keys: KEYS },
+    instructions: total,
+    instructionsPerDecision: total / (BATCHES * BATCH),
+  });
 } finally {
   client.disconnect();
   proc.kill('SIGKILL');

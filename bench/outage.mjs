@@ -15,15 +15,14 @@
 // refused), pause = SIGSTOP (connections stay open, nothing answers). After each fault Redis comes back on
 // the same port (restart or SIGCONT) and the server is given time to reconnect before the next phase.
 // Usage: node bench/outage.mjs [--seconds 4 --connections 50 --cap 5000 --faults kill,pause --contenders sluice,erl,fastify]
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { createServer as netServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { sleep, startServer } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const KEYS = 1000;
 const LIMIT = 1_000_000_000;
 
@@ -33,29 +32,14 @@ async function serve(name, redisPort) {
   const { default: Redis } = await import('ioredis');
   const key = (req) => String(req.headers['x-client-id'] ?? 'none');
   let server;
-  let variant = name;
   if (name === 'sluice') {
     const { redisStore } = await import('@sluice/core');
+    const { rateLimit } = await import('@sluice/express');
     const { default: express } = await import('express');
     const client = new Redis({ port: redisPort });
     client.on('error', () => {});
     const app = express();
-    let rateLimit;
-    try {
-      ({ rateLimit } = await import('@sluice/express'));
-    } catch {
-      rateLimit = undefined;
-    }
-    if (typeof rateLimit === 'function') {
-      variant = '@sluice/express';
-      app.use(rateLimit({ policy: `${LIMIT}/1h`, store: redisStore({ client }), failMode: 'open', key }));
-    } else {
-      // Stand-in until @sluice/express is built: the core limiter in a plain Express middleware.
-      const { createLimiter } = await import('@sluice/core');
-      variant = 'stand-in: @sluice/core createLimiter in a plain Express middleware';
-      const limiter = createLimiter({ policy: `${LIMIT}/1h`, store: redisStore({ client }), failMode: 'open' });
-      app.use((req, res, next) => limiter.consume(key(req)).then((d) => (d.allowed ? next() : res.status(429).end()), next));
-    }
+    app.use(rateLimit({ policy: `${LIMIT}/1h`, store: redisStore({ client }), failMode: 'open', key }));
     app.get('/', (_req, res) => res.send('ok'));
     server = app.listen(0, '127.0.0.1');
   } else if (name === 'erl') {
@@ -93,48 +77,11 @@ async function serve(name, redisPort) {
     throw new Error(`unknown contender ${name}`);
   }
   if (!server.listening) await new Promise((r) => server.once('listening', r));
-  process.send({ port: server.address().port, variant });
+  process.send({ port: server.address().port });
   process.on('disconnect', () => process.exit(0));
 }
 
 // ---------------------------------------------------------------- orchestrator
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = netServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function redisServer() {
-  const port = await freePort();
-  let proc;
-  const ping = () =>
-    new Promise((resolve) => {
-      const p = spawn('redis-cli', ['-p', String(port), 'PING']);
-      let out = '';
-      p.stdout.on('data', (d) => {
-        out += d;
-      });
-      p.on('exit', () => resolve(out.trim() === 'PONG'));
-    });
-  const start = async () => {
-    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    for (let i = 0; i < 200 && !(await ping()); i++) await sleep(25);
-  };
-  const kill = async () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const gone = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGCONT');
-    proc.kill('SIGKILL');
-    await gone;
-  };
-  await start();
-  process.on('exit', () => proc.kill('SIGKILL'));
-  return { port, start, kill, pause: () => proc.kill('SIGSTOP'), resume: () => proc.kill('SIGCONT') };
-}
 
 /** Runs `connections` request loops for `seconds`; every request is given up at `cap` ms. */
 async function load(port, { seconds, connections, cap }) {
@@ -194,7 +141,7 @@ async function startContender(name, redisPort) {
   const child = fork(fileURLToPath(import.meta.url), ['--serve', name, '--redis-port', String(redisPort)], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  const { port, variant } = await Promise.race([
+  const { port } = await Promise.race([
     new Promise((resolve) => child.once('message', resolve)),
     sleep(15_000).then(() => {
       throw new Error(`${name} server did not start`);
@@ -204,7 +151,7 @@ async function startContender(name, redisPort) {
     child.kill('SIGKILL');
   };
   process.on('exit', stop);
-  return { port, variant, stop };
+  return { port, stop };
 }
 
 async function main() {
@@ -214,14 +161,12 @@ async function main() {
   const faults = arg('faults', 'kill,pause').split(',');
   const contenders = arg('contenders', 'sluice,erl,fastify').split(',');
   const opts = { seconds, connections, cap };
-  const redis = await redisServer();
+  const redis = await startServer();
   const rows = [];
-  const variants = [];
+  const measured = []; // the rows' figures, for bench/results/outage.json
   const fmt = (x) => (x >= cap ? `≥${cap}` : x < 10 ? x.toFixed(1) : x.toFixed(0));
   for (const name of contenders) {
     const server = await startContender(name, redis.port);
-    if (server.variant !== name) process.stderr.write(`${name}: ${server.variant}\n`);
-    variants.push(`${name} = ${server.variant}`);
     try {
       await load(server.port, { ...opts, seconds: 1 }); // warm up: connections, scripts loaded
       const phases = [['up', await load(server.port, opts)]];
@@ -229,7 +174,7 @@ async function main() {
         if (fault === 'kill') await redis.kill();
         else redis.pause();
         phases.push([fault, await load(server.port, opts)]);
-        if (fault === 'kill') await redis.start();
+        if (fault === 'kill') await redis.restart();
         else redis.resume();
         // Back to normal before the next phase: the client reconnects (ioredis backs off up to 2 s).
         const back = performance.now();
@@ -245,6 +190,7 @@ async function main() {
           .filter(([s]) => s !== '200')
           .map(([s, c]) => `${c}×${s}`)
           .join(' ');
+        measured.push({ contender: name, phase, ...r });
         rows.push(
           `| ${name} | ${phase} | ${r.requests} | ${r.rps.toFixed(0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${other || '-'} |`,
         );
@@ -254,13 +200,15 @@ async function main() {
       server.stop();
     }
   }
-  await redis.kill();
+  await redis.stop();
   console.log(
-    `Node ${process.version}, ${connections} connections, ${seconds} s per phase, cap ${cap} ms, load avg ${loadavg()[0].toFixed(1)}; ${variants.join(', ')}`,
+    `Node ${process.version}, ${connections} connections, ${seconds} s per phase, cap ${cap} ms, load avg ${loadavg()[0].toFixed(1)}`,
   );
   console.log('| contender | Redis | requests | req/s | p50 ms | p99 ms | max ms | not 200 |');
   console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const r of rows) console.log(r);
+  const { writeResults } = await import('./results.mjs');
+  writeResults('outage', { settings: { seconds, connections, cap, faults, keys: KEYS }, phases: measured });
   process.exit(0);
 }
 

@@ -1,37 +1,19 @@
-// Starts a throwaway redis-server on a free port for a benchmark, and stops it.
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+// A benchmark's redis-server: one of the shared harness's (test/support/redis-harness.mjs), never the user's
+// REDIS_URL (a benchmark flushes it and resets its stats), with an ioredis client on it for the benchmark's
+// own reads (INFO, CONFIG RESETSTAT, FLUSHALL). stop() disconnects the client and kills the server.
 import Redis from 'ioredis';
-
-export const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+import { startServer } from '../test/support/redis-harness.mjs';
 
 export async function startRedis() {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  const client = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
-  // Refused connections are expected until the server listens; say nothing about them.
-  const starting = () => {};
-  client.on('error', starting);
-  for (let i = 0; i < 100; i++) {
-    try {
-      await client.connect();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  client.off('error', starting);
-  const stop = () => {
-    client.disconnect();
-    proc.kill('SIGKILL');
+  const server = await startServer();
+  const client = new Redis({ port: server.port, lazyConnect: true });
+  await client.connect();
+  return {
+    port: server.port,
+    client,
+    stop() {
+      client.disconnect();
+      return server.stop();
+    },
   };
-  return { port, client, stop };
 }

@@ -1,32 +1,42 @@
--- decide: many rate-limit decisions in one call; the algorithm files are prepended to this one.
+-- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua, the algorithm
+-- files, ALGORITHMS and ADJUSTS, the tables of each algorithm's functions by its code.
 -- KEYS:  one per (decision, policy), in the order of the decisions below.
 -- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
 -- ARGV[2]        P, the number of policy specs that follow
--- ARGV[3..2+4P]  per spec: algorithm ('tb' | 'fw' | 'sw' | 'sl'), limit, window ms, burst
+-- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst (a calendar
+--                quota's window is its candidate period starts, a string: see calendar.lua)
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
+-- Two more ops carry, after the spec numbers, idTtl (ms; '0' for none) and then `count` slots, one per
+-- decision of the run (a concurrent lease's member, '' for none):
+--   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
+--       after its n, the id's record. An id already recorded is allowed again and charges nothing
+--       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms
+--       (the record holds the instant it lapses, and expires then).
+--   'a' adjust: `cost` is the delta, applied to every policy without a check (ADJUSTS: a refund
+--       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it, but
+--       for a release (concurrent policies only, which adjust never mixes with rate ones): zeros.
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
 -- A decision passes only if every policy passes, and a denial charges none of them.
-local ALGORITHMS = { tb = token_bucket, fw = fixed_window, sw = sliding_window, sl = sliding_log }
-
-local now, slack
+local now
 if ARGV[1] == '' then
-  local t = redis.call('TIME')
+  local t = call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  slack = 0
 else
   now = tonumber(ARGV[1])
   -- A test clock is not Redis' clock: keep keys past the TTLs it computes.
-  slack = 3600000
+  SLACK = 3600000
 end
 
 local specs = {}
 local nspecs = tonumber(ARGV[2])
 for s = 1, nspecs do
   local b = 2 + (s - 1) * 4
-  specs[s] = { ALGORITHMS[ARGV[b + 1]], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]) }
+  local code = ARGV[b + 1]
+  -- A calendar quota's window is its list of period starts, a string.
+  specs[s] = { ALGORITHMS[code], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]) or ARGV[b + 3], tonumber(ARGV[b + 4]), ADJUSTS[code] }
 end
 
 local reply = {}
@@ -34,17 +44,83 @@ local r = 0
 local a = 3 + nspecs * 4
 local k = 1
 local nargs = #ARGV
+
+-- One 'x' or 'a' decision (see above) of the run whose specs start at ARGV[at + 4].
+local function decide_one(op, cost, n, at, idTtl, slot)
+  SLOT = slot
+  local results = {}
+  local replay = false
+  if op == 'a' then
+    for i = 1, n do
+      local spec = specs[tonumber(ARGV[at + 3 + i])]
+      spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
+    end
+    cost = 1
+  elseif idTtl > 0 then
+    -- The record holds when it lapses (ms, same clock as now), so that a test clock sees it lapse too.
+    local lapses = tonumber(call('GET', KEYS[k + n]))
+    replay = lapses ~= nil and lapses > now
+  end
+  local allowed = true
+  if op == 'a' and specs[tonumber(ARGV[at + 4])][1] == concurrent then
+    -- A release (adjust never mixes slots with rate policies): its reply goes unread.
+    for i = 1, n do results[i] = { 0, 0, 0 } end
+  elseif op == 'x' and n == 1 and not replay then
+    -- One policy: check and charge in one pass.
+    local spec = specs[tonumber(ARGV[at + 4])]
+    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, true)
+    results[1] = { remaining, reset, retry }
+    allowed = ok
+  else
+    for i = 1, n do
+      local spec = specs[tonumber(ARGV[at + 3 + i])]
+      local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
+      if replay then retry = 0 end
+      results[i] = { remaining, reset, retry }
+      allowed = allowed and ok
+    end
+    if op == 'x' and allowed and not replay then
+      for i = 1, n do
+        local spec = specs[tonumber(ARGV[at + 3 + i])]
+        local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
+        results[i] = { remaining, reset, retry }
+      end
+    end
+  end
+  if op == 'x' and allowed and not replay and idTtl > 0 then
+    call('SET', KEYS[k + n], format('%.17g', now + math.ceil(idTtl)), 'PX', math.ceil(idTtl) + SLACK)
+  end
+  for i = 1, n do
+    reply[r + 1] = results[i][1]
+    reply[r + 2] = results[i][2]
+    reply[r + 3] = results[i][3]
+    r = r + 3
+  end
+  k = k + n
+  if idTtl > 0 then k = k + 1 end
+  SLOT = ''
+end
+
 while a <= nargs do
   local count = tonumber(ARGV[a])
-  local consume = ARGV[a + 1] == 'c'
+  local op = ARGV[a + 1]
+  local consume = op == 'c'
   local cost = tonumber(ARGV[a + 2])
   local n = tonumber(ARGV[a + 3])
-  if n == 1 then
+  local one = op == 'x' or op == 'a'
+  if one then
+    local idTtl = tonumber(ARGV[a + 4 + n])
+    local slots = a + 4 + n
+    for j = 1, count do
+      decide_one(op, cost, n, a, idTtl, ARGV[slots + j])
+    end
+    a = slots + count + 1
+  elseif n == 1 then
     -- One policy: check and charge in one pass.
     local spec = specs[tonumber(ARGV[a + 4])]
     local step, limit, window, burst = spec[1], spec[2], spec[3], spec[4]
     for _ = 1, count do
-      local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume, slack)
+      local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume)
       reply[r + 1] = remaining
       reply[r + 2] = reset
       reply[r + 3] = retry
@@ -62,14 +138,14 @@ while a <= nargs do
       local allowed = true
       for i = 1, n do
         local spec = run[i]
-        local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false, slack)
+        local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
         results[i] = { remaining, reset, retry }
         allowed = allowed and ok
       end
       if allowed and consume then
         for i = 1, n do
           local spec = run[i]
-          local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true, slack)
+          local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
           results[i] = { remaining, reset, retry }
         end
       end
@@ -82,6 +158,6 @@ while a <= nargs do
       k = k + n
     end
   end
-  a = a + 4 + n
+  if not one then a = a + 4 + n end
 end
 return reply

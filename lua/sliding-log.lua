@@ -1,19 +1,20 @@
 -- sliding-log: exact. A sorted set holds one member per admitted unit, scored by its time;
 -- the live units are those scored in (now - window, now].
--- Contract: sliding_log(key, now, limit, window, burst, cost, apply, slack)
+-- code: sl
+-- Contract: sliding_log(key, now, limit, window, burst, cost, apply)
 --   key    KEYS entry of a sorted set; burst is unused; cost is a whole number
 -- Reply: ok, remaining (integer), resetMs (until the newest unit leaves),
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+local function sliding_log(key, now, limit, window, burst, cost, apply)
+  local newest = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
   newest = newest and tonumber(newest)
   -- Scores never go back, so names made from (score, live count) below stay unique.
   if newest and newest > now then now = newest end
   local floor = string.format('(%.17g', now - window)
-  local count = redis.call('ZCOUNT', key, floor, '+inf')
+  local count = call('ZCOUNT', key, floor, '+inf')
   local ok = count + cost <= limit
   if ok and apply then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    call('ZREMRANGEBYSCORE', key, '-inf', now - window)
     -- Every unit is its own member: "now:n" with n past the live count, which at one `now`
     -- only grows. (A random suffix, as in the source article, collides and under-counts.)
     local stamp = string.format('%.17g', now)
@@ -24,12 +25,12 @@ local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
         args[#args + 1] = stamp
         args[#args + 1] = stamp .. ':' .. (count + j)
       end
-      redis.call('ZADD', key, unpack(args))
+      call('ZADD', key, unpack(args))
       i = i + 1000
     end
     count = count + cost
     newest = now
-    redis.call('PEXPIRE', key, math.ceil(window) + slack)
+    call('PEXPIRE', key, math.ceil(window) + SLACK)
   end
   local reset, retry = 0, 0
   if count > 0 then reset = math.max(1, math.ceil(newest + window - now)) end
@@ -37,9 +38,51 @@ local function sliding_log(key, now, limit, window, burst, cost, apply, slack)
     if cost > limit then
       retry = math.max(1, reset) * 1000
     else
-      local nth = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+      local nth = call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
       retry = math.max(1, math.ceil((tonumber(nth[2]) + window - now) * 1000))
     end
   end
   return ok, math.max(0, limit - count), reset, retry
+end
+
+-- The number after the ':' of a member "stamp:n".
+local function suffix(member)
+  return tonumber(sub(member, find(member, ':', 1, true) + 1))
+end
+
+-- Charges `delta` units without a check (delta > 0: members as a consume adds them, past the limit if
+-- need be), or refunds them (delta < 0): the newest members go. Among members of one score the highest
+-- n go first, so that the names left there stay a run 1..count and a later unit's name stays unique.
+local function sliding_log_adjust(key, now, limit, window, burst, delta)
+  if delta > 0 then
+    local newest = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+    newest = newest and tonumber(newest)
+    if newest and newest > now then now = newest end
+    local count = call('ZCOUNT', key, string.format('(%.17g', now - window), '+inf')
+    call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    local stamp = string.format('%.17g', now)
+    local i = 1
+    while i <= delta do
+      local args = {}
+      for j = i, math.min(delta, i + 999) do
+        args[#args + 1] = stamp
+        args[#args + 1] = stamp .. ':' .. (count + j)
+      end
+      call('ZADD', key, unpack(args))
+      i = i + 1000
+    end
+    call('PEXPIRE', key, math.ceil(window) + SLACK)
+    return
+  end
+  local left = -delta
+  while left > 0 do
+    local top = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+    if not top then return end
+    local tied = call('ZRANGEBYSCORE', key, top, top)
+    table.sort(tied, function(x, y) return suffix(x) > suffix(y) end)
+    local gone = {}
+    for i = 1, math.min(left, #tied) do gone[i] = tied[i] end
+    call('ZREM', key, unpack(gone))
+    left = left - #gone
+  end
 end

@@ -1,55 +1,35 @@
 -- sliding-window: the two-counter approximation. used = previous * overlap + current, where overlap
 -- is the share of the previous window still inside (now - window, now].
--- Contract: sliding_window(key, now, limit, window, burst, cost, apply, slack)
---   key    KEYS entry holding the string "index current previous" (%d, or %.17g for fractional counts);
---          burst is unused
+-- code: sw
+-- Contract: sliding_window(key, now, limit, window, burst, cost, apply)
+--   key    KEYS entry holding "index current previous"; burst is unused
 -- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing),
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local floor, ceil, max, format, call = math.floor, math.ceil, math.max, string.format, redis.call
-local function sliding_window(key, now, limit, window, burst, cost, apply, slack)
-  local idx = floor(now / window)
+local function sliding_window(key, now, limit, window, burst, cost, apply)
+  local idx = math.floor(now / window)
   local cur, prev = 0, 0
-  local same = false
-  local raw = call('GET', key)
-  if raw then
-    local a = string.find(raw, ' ', 1, true)
-    local b = string.find(raw, ' ', a + 1, true)
-    local stored = tonumber(string.sub(raw, 1, a - 1))
-    if stored >= idx then
-      idx = stored
-      cur = tonumber(string.sub(raw, a + 1, b - 1))
-      prev = tonumber(string.sub(raw, b + 1))
-      same = true
-    elseif stored == idx - 1 then
-      prev = tonumber(string.sub(raw, a + 1, b - 1))
-    end
+  local stored, c, p = fields(call('GET', key))
+  local same = stored ~= nil and stored >= idx
+  if same then
+    idx, cur, prev = stored, c, p
+  elseif stored == idx - 1 then
+    prev = c
   end
   local start = idx * window
-  local weight = (window - max(0, now - start)) / window
+  local weight = (window - math.max(0, now - start)) / window
   local used = prev * weight + cur
   local ok = used + cost <= limit
   if ok and apply then
     cur = cur + cost
     used = used + cost
-    -- Whole numbers format with %d, far cheaper than %.17g; both read back exactly.
-    local value
-    if cur == floor(cur) and prev == floor(prev) then
-      value = format('%d %d %d', idx, cur, prev)
-    else
-      value = format('%d %.17g %.17g', idx, cur, prev)
-    end
-    if same then
-      -- The key already expires when this window stops weighing: the same instant as below.
-      call('SET', key, value, 'KEEPTTL')
-    else
-      call('SET', key, value, 'PX', format('%d', ceil(start + 2 * window - now) + slack))
-    end
+    -- Within the stored window the key already expires when it stops weighing: the same instant.
+    put(key, format('%d ', idx) .. num(cur) .. ' ' .. num(prev), same, start + 2 * window - now)
   end
   local reset, retry = 0, 0
   if cur > 0 then
-    reset = ceil(start + 2 * window - now)
+    reset = math.ceil(start + 2 * window - now)
   elseif prev > 0 then
-    reset = ceil(start + window - now)
+    reset = math.ceil(start + window - now)
   end
   if not ok then
     local at
@@ -62,7 +42,29 @@ local function sliding_window(key, now, limit, window, burst, cost, apply, slack
       -- in the next window, where this window's count becomes the weighted one
       at = start + window + window * (1 - (limit - cost) / cur)
     end
-    retry = max(1, ceil((at - now) * 1000))
+    retry = math.max(1, math.ceil((at - now) * 1000))
   end
-  return ok, max(0, floor(limit - used)), reset, retry
+  return ok, math.max(0, math.floor(limit - used)), reset, retry
+end
+
+-- Charges `delta` to the current window without a check, or refunds it from the current window
+-- (delta < 0), never below 0: what the previous window holds is already weighed.
+local function sliding_window_adjust(key, now, limit, window, burst, delta)
+  local idx = math.floor(now / window)
+  local cur, prev = 0, 0
+  local stored, c, p = fields(call('GET', key))
+  local same = stored ~= nil and stored >= idx
+  if same then
+    idx, cur, prev = stored, c, p
+  elseif stored == idx - 1 then
+    prev = c
+  end
+  local after = cur + delta
+  if after < 0 then after = 0 end
+  if after == cur then return end
+  if after == 0 and prev == 0 then
+    call('DEL', key)
+    return
+  end
+  put(key, format('%d ', idx) .. num(after) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
 end

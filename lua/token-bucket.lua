@@ -1,21 +1,20 @@
 -- token-bucket: capacity `burst`, refilled by `limit` tokens per `window` ms, continuously.
+-- code: tb
 -- Stored as GCRA: the key holds TAT, the instant (µs, server clock) at which the bucket is full again,
 -- so tokens(now) = burst - max(0, TAT - now) * limit / window. TAT is kept exactly as q + r / limit
--- (q whole µs, 0 <= r < limit): the value is the integer string "q" when r is 0 (any limit that divides
--- cost * window in µs), else "q r". Arithmetic is on tokens scaled by the window in µs (W), where
--- whole costs, limits and windows stay exact integers, so no rounding drifts the count.
+-- (q whole µs, 0 <= r < limit): the value is "q" when r is 0 (any limit that divides cost * window in
+-- µs), else "q r". Arithmetic is on tokens scaled by the window in µs (W), where whole costs, limits and
+-- windows stay exact integers, so no rounding drifts the count.
 -- The key expires at the first multiple of Q, 1/64 of the time to refill from empty, at or after TAT
--- (a missing key is a full bucket). Most writes then fall in the expiry already set and keep it
--- (SET KEEPTTL: a TTL rewrite costs Redis about a sixth of a decision), and a key outlives its full
--- bucket by less than Q.
--- Contract: token_bucket(key, now, limit, window, burst, cost, apply, slack)
---   now    ms on the server clock; window, slack in ms; apply: charge `cost` if it passes
+-- (a missing key is a full bucket). Most writes then fall in the expiry already set and keep it, and a
+-- key outlives its full bucket by less than Q.
+-- Contract: token_bucket(key, now, limit, window, burst, cost, apply)
+--   now    ms on the server clock; window in ms; apply: charge `cost` if it passes
 -- Reply: ok, remaining (integer), resetMs (to full), retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
-local format, call = string.format, redis.call
 -- Arithmetic stays inline, without math.floor, ceil or max: a C call costs the Lua VM more than
 -- all of this function's operators, and this runs once per decision. For any number x, x - x % 1 is
 -- floor(x) exactly, and x % m - x is -x rounded up to a multiple of m.
-local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
+local function token_bucket(key, now, limit, window, burst, cost, apply)
   local t = now * 1000 + 0.5
   t = t - t % 1
   local w = window * 1000
@@ -23,14 +22,9 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
   -- debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
   local debt = 0
   local raw = call('GET', key)
-  local q, r
-  if raw then
-    q, r = tonumber(raw), 0
-    if q == nil then
-      local sp = string.find(raw, ' ', 1, true)
-      q = tonumber(string.sub(raw, 1, sp - 1))
-      r = tonumber(string.sub(raw, sp + 1))
-    end
+  local q, r = fields(raw)
+  if q then
+    r = r or 0
     -- A clock that steps back (fail-over to another server) sees fewer tokens, never a second refill.
     debt = (q - t) * limit + r
     if debt < 0 then debt = 0 end
@@ -50,14 +44,8 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
     if quantum < 1 then quantum = 1 end
     local after = -(rest > 0 and t + dq + 1 or t + dq)
     local expiry = after % quantum - after
-    local before = raw and -(r > 0 and q + 1 or q)
-    if before and expiry == before % quantum - before then
-      call('SET', key, value, 'KEEPTTL')
-    else
-      -- A %d string: Redis would format a Lua number with %.17g, far slower.
-      local ttl = (t - expiry) / 1000
-      call('SET', key, value, 'PX', format('%d', ttl % 1 - ttl + slack))
-    end
+    local before = q and -(r > 0 and q + 1 or q)
+    put(key, value, before and expiry == before % quantum - before, (expiry - t) / 1000)
   end
   -- The shortfall, (cost - tokens) * W, refills at `limit` per µs (rounded up, at least 1).
   local retry = 0
@@ -71,4 +59,32 @@ local function token_bucket(key, now, limit, window, burst, cost, apply, slack)
   if remaining < 0 then remaining = 0 end
   local reset = -debt / (limit * 1000)
   return ok, remaining, reset % 1 - reset, retry
+end
+
+-- Charges `delta` units without a check (delta > 0: the debt may pass the capacity, and later requests
+-- wait it out) or refunds them (delta < 0), never past a full bucket, which is a missing key.
+local function token_bucket_adjust(key, now, limit, window, burst, delta)
+  local t = now * 1000 + 0.5
+  t = t - t % 1
+  local w = window * 1000
+  local q, r = fields(call('GET', key))
+  local debt = 0
+  if q then
+    debt = (q - t) * limit + (r or 0)
+    if debt < 0 then debt = 0 end
+  end
+  debt = debt + delta * w
+  if debt <= 0 then
+    if q then call('DEL', key) end
+    return
+  end
+  local dq = debt / limit
+  dq = dq - dq % 1
+  local rest = debt - dq * limit
+  local value = rest == 0 and format('%d', t + dq) or format('%d %.17g', t + dq, rest)
+  local quantum = burst * w / limit / 64
+  quantum = quantum - quantum % 1
+  if quantum < 1 then quantum = 1 end
+  local after = -(rest > 0 and t + dq + 1 or t + dq)
+  put(key, value, false, (after % quantum - after - t) / 1000)
 end

@@ -145,7 +145,7 @@ describe('Redis Cluster fail-over under load', () => {
       expect(e.at).toBeGreaterThan(killedAt);
     }
     for (const prefix of Object.values(prefixes)) {
-      const breaker = events.filter((e) => e.prefix === prefix && e.type.startsWith('breaker'));
+      const breaker = events.filter((e) => (e.prefixes ?? [e.prefix]).includes(prefix) && e.type.startsWith('breaker'));
       expect(breaker.length).toBeGreaterThanOrEqual(2);
       expect(breaker[0]?.type).toBe('breaker-open');
       expect(breaker[0]?.error).toBeInstanceOf(Error);

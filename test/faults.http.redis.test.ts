@@ -20,6 +20,10 @@ import { type RedisServer, sleep, startRedis, uniquePrefix } from './support/red
 
 const unique = () => uniquePrefix('h');
 const TIMEOUT = 100;
+// Beyond the timeout, what a request may take on a machine whose two cores are busy with other work (a
+// request that hung on the store, as in an offline queue, would take seconds). Measured: up to 40 ms over
+// 50 ms at a load average of 11.
+const SLACK_MS = 150;
 const FALLBACK = 20;
 
 interface App {
@@ -154,7 +158,7 @@ async function flood(app: App, fault: () => unknown): Promise<Answer[]> {
 
 /**
  * The time budget is checked where the server sees it, from a request's arrival to the end of its
- * answer: each limiter on the request's way may spend its timeout plus 50 ms, or plus what the same
+ * answer: each limiter on the request's way may spend its timeout plus SLACK_MS, or plus what the same
  * burst of 200 took with Redis up when that is more (on 2 busy cores Express needs about 60 ms to
  * answer 200 requests whose decisions arrive together, with Redis up or not), plus the worst delay of
  * this process' event loop during the burst (time it was starved of CPU by the rest of the machine; a
@@ -168,11 +172,11 @@ function expectFailModes(app: App, answers: Answer[], baseline: App['served']) {
   expect(app.served).toHaveLength(200);
   const slowest = (served: App['served'], path: string) => Math.max(...served.filter((s) => s.path === path).map((s) => s.ms));
   for (const path of ['/open', '/login']) {
-    const budget = TIMEOUT + Math.max(50, slowest(baseline, path)) + app.lagMs;
+    const budget = TIMEOUT + Math.max(SLACK_MS, slowest(baseline, path)) + app.lagMs;
     if (slowest(app.served, path) > budget) {
       throw new Error(
         `${path}: a request took ${slowest(app.served, path).toFixed(0)} ms in the server, over ${budget.toFixed(0)} ms ` +
-          `(${TIMEOUT} ms + the larger of 50 ms and ${slowest(baseline, path).toFixed(0)} ms with Redis up) + ${app.lagMs.toFixed(0)} ms of event-loop delay`,
+          `(${TIMEOUT} ms + the larger of ${SLACK_MS} ms and ${slowest(baseline, path).toFixed(0)} ms with Redis up) + ${app.lagMs.toFixed(0)} ms of event-loop delay`,
       );
     }
   }
@@ -220,7 +224,7 @@ skipOwn.each(frameworks)('%s: Redis faults under 200 concurrent HTTP requests', 
   });
   afterAll(() => server.stop());
 
-  it('paused Redis: every request answers within timeout + 50 ms, no 5xx; open route 2xx, closed route at most its fallback', async () => {
+  it('paused Redis: every request answers within timeout + 150 ms, no 5xx; open route 2xx, closed route at most its fallback', async () => {
     await flood(app, () => {});
     const baseline = [...app.served];
     let answers: Answer[];
@@ -233,14 +237,14 @@ skipOwn.each(frameworks)('%s: Redis faults under 200 concurrent HTTP requests', 
     expect(app.events.some((e) => e.type === 'store-error')).toBe(true);
   });
 
-  it('killed then restarted Redis: fail modes during the outage, the store again within 1 s of the restart', async () => {
+  it('killed then restarted Redis: fail modes during the outage, the store again within 2 s of the restart', async () => {
     await flood(app, () => {});
     const baseline = [...app.served];
     expectFailModes(app, await flood(app, () => server.kill()), baseline);
     await server.restart();
     const restarted = performance.now();
     while (!(await fromStore(app.url)) && performance.now() - restarted < 3000) await sleep(20);
-    expect(performance.now() - restarted).toBeLessThan(1000);
+    expect(performance.now() - restarted).toBeLessThan(2000);
     expect(await fromStore(app.url)).toBe(true);
   });
 });

@@ -152,6 +152,28 @@ describe('store faults', () => {
     expect(await evalCalls(server.port)).toBeGreaterThan(0);
   });
 
+  skipOwn('breaker events come once per store transition, naming the prefixes of every limiter on that store', async () => {
+    const events: LimiterEvent[] = [];
+    const onEvent = (e: LimiterEvent) => {
+      if (e.type === 'breaker-open' || e.type === 'breaker-close') events.push(e);
+    };
+    const store = redisStore({ client });
+    const breaker = { failures: 2, cooldown: 300 };
+    const [a, b, c] = [unique(), unique(), unique()];
+    const limiters = [a, b, c].map((prefix) => createLimiter({ policy: '1000/1h', store, timeout: 50, breaker, prefix, onEvent }));
+    await server.kill();
+    for (let i = 0; i < 3; i++) await Promise.all(limiters.map((l) => l.consume('k')));
+    expect(events.map((e) => e.type)).toEqual(['breaker-open']);
+    expect(events[0]?.prefixes).toEqual([a, b, c]);
+    await server.restart();
+    await new Promise((r) => (client.status === 'ready' ? r(null) : client.once('ready', r)));
+    await sleep(400);
+    await Promise.all(limiters.map((l) => l.consume('k')));
+    expect(events.map((e) => e.type)).toEqual(['breaker-open', 'breaker-close']);
+    expect(events[1]?.prefixes).toEqual([a, b, c]);
+    await Promise.all(limiters.map((l) => l.close()));
+  });
+
   skipOwn('a flapping Redis leaves nothing pending: the process exits on its own', async () => {
     const child = new Promise<{ code: number | null; out: string }>((resolve) => {
       const p = execFile(

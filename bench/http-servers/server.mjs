@@ -1,8 +1,10 @@
 // One contender of the HTTP benchmark (bench/http.mjs), in its own process: a framework app with one
-// route, GET / -> {"hello":"world"}, behind one rate limiter (or none: 'bare'). Every limiter keys on the
+// route, GET / -> {"hello":"world"} (handler 'json') or the text 'ok' (handler 'text'), behind one rate limiter (or none: 'bare'). Every limiter keys on the
 // x-client-id header with its own key option, allows LIMIT per WINDOW_MS (high enough never to deny
 // in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
-// Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort]
+// Usage (forked by bench/http.mjs): node server.mjs <framework> <contender> [redisPort] [json|text]
+// sluice-redis-settle: cost 2 settled to 1 after each response (one refund, an adjust script call, per
+// request); sluice-redis-skip-failed: skipFailedRequests (every response succeeds: the cost of watching).
 // Sends { port } over IPC once it listens on 127.0.0.1 and its Redis client is ready; exits with its parent.
 // Answers 'cpu' with its process.cpuUsage(), 'events' with sluice's event counts since the last 'events'.
 import Redis from 'ioredis';
@@ -15,7 +17,9 @@ const REDIS_OPTIONS = { host: '127.0.0.1', maxRetriesPerRequest: 1, connectTimeo
 const BODY = { hello: 'world' };
 const policy = { limit: LIMIT, window: WINDOW_MS };
 
-const [framework, contender, redisPort] = process.argv.slice(2);
+const [framework, contender, redisPort, handler = 'json'] = process.argv.slice(2);
+if (handler !== 'json' && handler !== 'text') throw new Error(`unknown handler ${handler} (json, text)`);
+const TEXT = handler === 'text';
 
 async function redisClient() {
   const client = new Redis({ ...REDIS_OPTIONS, port: Number(redisPort) });
@@ -31,11 +35,17 @@ async function redisClient() {
 const events = {};
 async function sluiceOptions(key) {
   const { memoryStore, redisStore } = await import('@sluice/core');
-  const store = contender === 'sluice-redis' ? redisStore({ client: await redisClient() }) : memoryStore();
+  const store = contender !== 'sluice-memory' ? redisStore({ client: await redisClient() }) : memoryStore();
   const onEvent = (event) => {
     events[event.type] = (events[event.type] ?? 0) + 1;
   };
-  return { policy, store, key, onEvent };
+  const extra =
+    contender === 'sluice-redis-settle'
+      ? { cost: 2, settle: () => 1 }
+      : contender === 'sluice-redis-skip-failed'
+        ? { skipFailedRequests: true }
+        : {};
+  return { policy, store, key, onEvent, ...extra };
 }
 
 async function express() {
@@ -44,7 +54,7 @@ async function express() {
   app.set('etag', false);
   app.disable('x-powered-by');
   const key = (req) => req.headers[HEADER];
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/express');
     app.use(rateLimit(await sluiceOptions(key)));
   } else if (contender === 'express-rate-limit') {
@@ -64,9 +74,7 @@ async function express() {
       );
     });
   } else if (contender !== 'bare') throw new Error(`unknown express contender ${contender}`);
-  app.get('/', (_req, res) => {
-    res.json(BODY);
-  });
+  app.get('/', TEXT ? (_req, res) => res.send('ok') : (_req, res) => res.json(BODY));
   return new Promise((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server.address().port));
   });
@@ -76,14 +84,14 @@ async function fastify() {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   const key = (request) => request.headers[HEADER];
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/fastify');
     await app.register(rateLimit, await sluiceOptions(key));
   } else if (contender === '@fastify/rate-limit') {
     const { default: fastifyRateLimit } = await import('@fastify/rate-limit');
     await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: WINDOW_MS, redis: await redisClient(), keyGenerator: key });
   } else if (contender !== 'bare') throw new Error(`unknown fastify contender ${contender}`);
-  app.get('/', async () => BODY);
+  app.get('/', TEXT ? async () => 'ok' : async () => BODY);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app.server.address().port;
 }
@@ -93,7 +101,7 @@ async function koa() {
   const { default: Router } = await import('@koa/router');
   const app = new Koa();
   const key = (ctx) => ctx.get(HEADER);
-  if (contender === 'sluice-memory' || contender === 'sluice-redis') {
+  if (contender.startsWith('sluice-')) {
     const { rateLimit } = await import('@sluice/koa');
     app.use(rateLimit(await sluiceOptions(key)));
   } else if (contender === 'koa-ratelimit') {
@@ -102,7 +110,7 @@ async function koa() {
   } else if (contender !== 'bare') throw new Error(`unknown koa contender ${contender}`);
   const router = new Router();
   router.get('/', (ctx) => {
-    ctx.body = BODY;
+    ctx.body = TEXT ? 'ok' : BODY;
   });
   app.use(router.routes());
   return new Promise((resolve) => {

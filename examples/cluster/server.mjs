@@ -5,20 +5,18 @@ import { redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
 import express from 'express';
 import { Cluster } from 'ioredis';
+import { left, logBreaker, quietErrors } from '../outage-log.mjs';
 
 const nodes = (process.env.REDIS_CLUSTER_NODES ?? '127.0.0.1:7000').split(',').map((node) => {
   const [host, port] = node.trim().split(':');
   return { host, port: Number(port) };
 });
 const cluster = new Cluster(nodes);
-cluster.on('error', (error) => console.error(`redis: ${error.message}`));
+quietErrors(cluster); // 'Failed to refresh slots cache.' once per 5 s, not per attempt
 const store = redisStore({ client: cluster });
 
 // Fail-overs and outages, as they happen: the breaker stops calling a dead store and probes it back.
-function onEvent(event) {
-  if (event.type === 'breaker-open') console.warn(`store down (${event.error?.message}): deciding locally`);
-  if (event.type === 'breaker-close') console.warn(`store back after ${Math.round(event.latencyMs)} ms`);
-}
+const onEvent = logBreaker;
 
 const app = express();
 
@@ -33,7 +31,7 @@ app.use(rateLimit({ policy: '1000/1s', key: () => 'everyone', shards: 8, store, 
 
 // Per client, over two windows: both policies' keys share the client's hash tag, so one script on one node decides.
 app.get('/', rateLimit({ policy: ['20/1s', '1000/1h'], store, failMode: 'open', onEvent }), (req, res) => {
-  res.send(`hello, ${req.rateLimit.remaining} left this second\n`);
+  res.send(`hello, ${left(req.rateLimit)} this second\n`);
 });
 
 // Fail closed: while the cluster is down, each process allows 2 logins per client per 15 minutes on its own.

@@ -6,9 +6,10 @@ import { memoryStore, redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/koa';
 import { Redis } from 'ioredis';
 import Koa from 'koa';
+import { left, logBreaker, quietErrors } from '../outage-log.mjs';
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
-redis?.on('error', (error) => console.error(`redis: ${error.message}`)); // while it is down, the fail modes decide
+if (redis) quietErrors(redis); // while it is down, the fail modes decide
 // One store for every middleware; without it, each would have its own memory store.
 const store = redis ? redisStore({ client: redis }) : memoryStore();
 
@@ -18,11 +19,11 @@ router.get('/health', (ctx) => {
   ctx.body = 'ok\n';
 });
 
-router.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open' }), (ctx) => {
-  ctx.body = `hello, ${ctx.state.rateLimit.remaining} left this minute\n`;
+router.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open', onEvent: logBreaker }), (ctx) => {
+  ctx.body = `hello, ${left(ctx.state.rateLimit)} this minute\n`;
 });
 
-router.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m' }), (ctx) => {
+router.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m', onEvent: logBreaker }), (ctx) => {
   ctx.body = 'logged in\n';
 });
 

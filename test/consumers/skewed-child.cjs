@@ -10,7 +10,10 @@ const Redis = require('ioredis');
 const [port, prefix] = process.argv.slice(2);
 const client = new Redis({ port: Number(port) });
 const limiter = createLimiter({ policy: '10/1h', store: redisStore({ client }), prefix, timeout: 2000 });
-limiter.consume('shared').then((d) => {
-  console.log(JSON.stringify({ allowed: d.allowed, source: d.source }));
-  client.disconnect();
-});
+// The store refuses calls made before the first connect.
+client.once('ready', () =>
+  limiter.consume('shared').then((d) => {
+    console.log(JSON.stringify({ allowed: d.allowed, source: d.source }));
+    client.disconnect();
+  }),
+);

@@ -1,5 +1,7 @@
 // One harness per framework with the same shape, so a contract suite can run against Express, Fastify and Koa
-// (describe.each), plus a parser for the draft-10 RateLimit / RateLimit-Policy structured-field lists.
+// (describe.each), plus a parser for the draft-10 RateLimit / RateLimit-Policy structured-field lists. Each app
+// listens on 127.0.0.1, port 0, and is driven through supertest, as users of the three frameworks test their
+// own apps; its URL is there too, for a client outside this process (a CLI, a child process).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
@@ -9,6 +11,7 @@ import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
 import Koa from 'koa';
+import request from 'supertest';
 
 export type FrameworkName = 'express' | 'fastify' | 'koa';
 
@@ -41,6 +44,9 @@ export interface StartOptions {
 }
 
 export interface Running {
+  /** supertest on the app's server: `running.request.get('/r').set('x-user', 'ann')`. */
+  request: ReturnType<typeof request>;
+  /** `http://127.0.0.1:<port>`, for a client that is not in this process. */
   url: string;
   close(): Promise<void>;
 }
@@ -74,12 +80,14 @@ function boom(status: number): Error & { status: number; statusCode: number; exp
   return Object.assign(new Error(`handler failed with ${status}`), { status, statusCode: status, expose: true });
 }
 
+/** `server` listening on 127.0.0.1, given to supertest, which then sends to it and leaves closing to us. */
 function listen(server: Server): Promise<Running> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address() as AddressInfo;
       resolve({
+        request: request(server),
         url: `http://127.0.0.1:${port}`,
         close: () =>
           new Promise<void>((done) => {
@@ -140,7 +148,7 @@ const fastifyHarness: Harness = {
       throw error;
     }
     const { port } = app.server.address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+    return { request: request(app.server), url: `http://127.0.0.1:${port}`, close: () => app.close() };
   },
   async create(options) {
     const app = Fastify();
@@ -302,12 +310,13 @@ function stringValue(m: ListMember): string {
   return m.value;
 }
 
-export function parseRateLimitPolicy(header: string | null): PolicyField[] {
-  if (header === null) throw new Error('no RateLimit-Policy header');
+/** `header` as supertest's `res.get()` (undefined when absent) or fetch's `headers.get()` (null) gives it. */
+export function parseRateLimitPolicy(header: string | null | undefined): PolicyField[] {
+  if (header === null || header === undefined) throw new Error('no RateLimit-Policy header');
   return parseSfList(header).map((m) => ({ name: stringValue(m), q: integerParam(m, 'q'), w: integerParam(m, 'w') }));
 }
 
-export function parseRateLimit(header: string | null): LimitField[] {
-  if (header === null) throw new Error('no RateLimit header');
+export function parseRateLimit(header: string | null | undefined): LimitField[] {
+  if (header === null || header === undefined) throw new Error('no RateLimit header');
   return parseSfList(header).map((m) => ({ name: stringValue(m), r: integerParam(m, 'r'), t: integerParam(m, 't') }));
 }

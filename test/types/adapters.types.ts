@@ -64,6 +64,22 @@ declare const decisionSink: (d: Decision | undefined) => void;
   expressRateLimit({ policy: '1/s', onLimited: (_req, _res, _next, decision) => decision.nope });
   // @ts-expect-error a policy is a string like '100/1m' or an object
   expressRateLimit({ policy: 100 });
+  // @ts-expect-error a middleware without any policy
+  expressRateLimit({ key: (req) => req.ip ?? '' });
+  // @ts-expect-error timeWindow is @fastify/rate-limit's spelling, not express-rate-limit's
+  expressRateLimit({ max: 5, timeWindow: '1 minute' });
+  expressRateLimit({ policy: '10/1m', cost: 2 });
+  // Plans: a policy per request, sync or async, also over a shared limiter; calendar quotas.
+  const plans = { free: ['10/s', '1000/day'], pro: ['100/s', { limit: 50_000, window: 'month', timeZone: 'Europe/Berlin' }] } as const;
+  expressRateLimit({ policy: (req) => [...plans[req.get('x-plan') === 'pro' ? 'pro' : 'free']] });
+  expressRateLimit({ policy: async (req) => (req.ip === undefined ? '1/s' : '10/s') });
+  expressRateLimit({ limiter: createLimiter({ store: undefined }), policy: () => '1000/day' });
+  // @ts-expect-error the policy function gets an Express Request
+  expressRateLimit({ policy: (req) => req.nope });
+  // @ts-expect-error the policy function returns policies
+  expressRateLimit({ policy: () => 100 });
+  // @ts-expect-error a calendar window takes no algorithm
+  expressRateLimit({ policy: { limit: 5, window: 'day', algorithm: 'fixed-window' } });
 }
 
 // ------------------------------------------------------------------ Fastify
@@ -91,6 +107,12 @@ async function fastifyTypes() {
     return { remaining: request.rateLimit?.remaining };
   });
   app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+  await app.register(fastifyRateLimit, { policy: (request) => (request.headers['x-plan'] === 'pro' ? '100/s' : '10/s') });
+  app.get(
+    '/plan',
+    { config: { rateLimit: { policy: async (request) => [request.ip === '' ? '1/s' : '2/s', '1000/day'] } } },
+    async () => 'ok',
+  );
   app.get('/spelled', { config: { rateLimit: { max: 5, timeWindow: '1 minute' } } }, async () => 'ok');
 
   // Fastify infers a route's ContextConfig generic from the literal, so `app.get(path, { config: { rateLimit: true } })`
@@ -110,6 +132,11 @@ async function fastifyTypes() {
   await app.register(fastifyRateLimit, { policy: '1/s', key: () => 42 });
   // @ts-expect-error onLimited gets a Decision
   await app.register(fastifyRateLimit, { policy: '1/s', onLimited: (_request, _reply, decision) => decision.nope });
+  // @ts-expect-error a plugin that limits every route needs a policy
+  await app.register(fastifyRateLimit, { headers: 'both' });
+  await app.register(fastifyRateLimit, { global: false, headers: 'both' });
+  // @ts-expect-error windowMs is express-rate-limit's spelling
+  await app.register(fastifyRateLimit, { windowMs: 1000, max: 5 });
 }
 void fastifyTypes;
 
@@ -119,6 +146,9 @@ void fastifyTypes;
   app.proxy = true;
   app.use(koaRateLimit({ policy: '100/1m' }));
   app.use(koaRateLimitDefault({ policy: '100/1m', headers: 'legacy' }));
+  app.use(koaRateLimit({ policy: (ctx) => (ctx.get('x-plan') === 'pro' ? '100/s' : { limit: 1000, window: 'week' }) }));
+  // @ts-expect-error the policy function returns policies, not a Koa status
+  app.use(koaRateLimit({ policy: (ctx) => ctx.status }));
   const router = new Router();
   router.post('/login', koaRateLimit({ policy: '5/15m', failMode: 'closed' }), (ctx) => {
     const decision: Decision | undefined = ctx.state.rateLimit;
@@ -143,4 +173,47 @@ void fastifyTypes;
   koaRateLimit({ policy: '1/s', key: () => 42 });
   // @ts-expect-error onLimited gets a Decision
   koaRateLimit({ policy: '1/s', onLimited: (_ctx, decision) => decision.nope });
+  // @ts-expect-error a middleware without any policy
+  koaRateLimit({ headers: 'both' });
+  // @ts-expect-error Koa takes no express-rate-limit spellings
+  koaRateLimit({ windowMs: 1000, max: 5 });
+}
+
+// ------------------------------------------------------------------ settle, skip options, concurrent policies
+{
+  expressRateLimit({
+    policy: ['1000/1d', { concurrent: 5, lease: '30s' }],
+    cost: 100,
+    settle: (req, res) => (res.locals.tokens as number | undefined) ?? (req.method === 'GET' ? 1 : undefined),
+    skipFailedRequests: true,
+    requestWasSuccessful: (_req, res) => res.statusCode < 500,
+  });
+  expressRateLimit({ policy: '10/1m', skipSuccessfulRequests: true, settle: async () => 3 });
+  // @ts-expect-error settle returns a number or undefined
+  expressRateLimit({ policy: '1/s', settle: () => 'all' });
+  // @ts-expect-error skipFailedRequests is a boolean
+  expressRateLimit({ policy: '1/s', skipFailedRequests: 'yes' });
+
+  const app = Fastify();
+  app.register(fastifyRateLimit, {
+    policy: '100/1m',
+    settle: (request, reply) => (reply.statusCode === 200 ? Number(request.headers['x-used'] ?? 1) : 0),
+    requestWasSuccessful: (_request, reply) => reply.statusCode < 400,
+  });
+  // @ts-expect-error requestWasSuccessful returns a boolean
+  app.register(fastifyRateLimit, { policy: '1/s', requestWasSuccessful: () => 1 });
+
+  koaRateLimit({ policy: '100/1m', settle: (ctx) => (ctx.status === 200 ? 2 : undefined), skipFailedRequests: true });
+  koaRateLimit({ policy: '100/1m', requestWasSuccessful: (ctx) => ctx.status < 400 });
+
+  const limiter = createLimiter({ policy: ['100/1m', { concurrent: 2 }] });
+  limiter.consume('k').then(async (d) => {
+    await d.release?.();
+  });
+  limiter.consume('k', { id: 'job-1', cost: 2 });
+  limiter.adjust('k', -1, { policy: '100/1m' });
+  // @ts-expect-error concurrent is a number of slots
+  createLimiter({ policy: { concurrent: '2' } });
+  // @ts-expect-error 'concurrent' is not a rate algorithm
+  createLimiter({ policy: { limit: 2, window: '1m', algorithm: 'concurrent' } });
 }

@@ -69,8 +69,44 @@ describe('httpLimit.check', () => {
 
   it('a key function that returns a non-string is an error, not a shared bucket', async () => {
     const limit = httpLimit<Req>({ policy: '1/1m', key: (req) => req.id as string });
-    await expect(limit.check({ id: undefined }, 'GET /', () => '1.1.1.1')).rejects.toThrow('key(req) must return a string, got undefined');
+    await expect(limit.check({ id: undefined }, 'GET /', () => '1.1.1.1')).rejects.toThrow(
+      'key(req) must return a non-empty string, got undefined',
+    );
     await expect(limit.check({ id: 42 }, 'GET /', () => '1.1.1.1')).rejects.toMatchObject({ code: 'ERR_SLUICE_KEY' });
+  });
+
+  it('an empty key is refused: it would put every such request in one shared bucket', async () => {
+    const limit = httpLimit<Req>({ policy: '1/1m', key: () => '' });
+    await expect(limit.check({}, 'GET /', () => '1.1.1.1')).rejects.toMatchObject({
+      code: 'ERR_SLUICE_KEY',
+      message: expect.stringMatching(/shared bucket/),
+    });
+  });
+
+  it.each([
+    ['key', 'ERR_SLUICE_KEY'],
+    ['cost', 'ERR_SLUICE_COST'],
+    ['skip', 'ERR_SLUICE_KEY'],
+  ])('a %s function that throws or rejects reaches the framework as %s with the original as cause', async (name, code) => {
+    const boom = new Error('db down');
+    for (const fn of [
+      () => {
+        throw boom;
+      },
+      async () => {
+        throw boom;
+      },
+    ]) {
+      const limit = httpLimit<Req>({ policy: '1/1m', [name]: fn });
+      await expect(limit.check({}, 'GET /', () => '1.1.1.1')).rejects.toMatchObject({ name: 'SluiceError', code, cause: boom });
+    }
+  });
+
+  it('cost may be a number', async () => {
+    const limit = httpLimit<Req>({ policy: '10/1m', cost: 4 });
+    const v = await limit.check({}, 'GET /', () => '1.1.1.1');
+    expect(v?.decision.remaining).toBe(6);
+    expect(() => httpLimit<Req>({ policy: '10/1m', cost: 0 })).toThrow(/cost must be a positive finite number or a function, got 0/);
   });
 
   it('a bad cost is an error naming cost', async () => {
@@ -92,7 +128,7 @@ describe('httpLimit.check', () => {
       return limit.limitedResponse(v.decision, {});
     };
     const problem = await deny();
-    expect(problem.contentType).toBe('application/problem+json');
+    expect(problem.contentType).toBe('application/problem+json; charset=utf-8');
     expect(JSON.parse(problem.body)).toMatchObject({ title: 'Too Many Requests', status: 429, 'violated-policies': ['1-per-60s'] });
     expect(await deny('slow down')).toEqual({ status: 429, contentType: 'text/plain; charset=utf-8', body: 'slow down' });
     expect((await deny({ error: 'x' })).body).toBe('{"error":"x"}');
@@ -121,6 +157,34 @@ describe('mergeHttpOptions', () => {
       limiter,
     });
     expect(() => mergeHttpOptions<Record<string, unknown>>({ limiter }, { policy: '5/1m' })).toThrow(/limiter must be absent on the app/);
+  });
+  it("a route's policy function is the request's, so it may go over an app's limiter", () => {
+    const limiter = createLimiter({ policy: '1/1m' });
+    const plan = () => '5/1m';
+    expect(mergeHttpOptions<Record<string, unknown>>({ limiter, scope: 's' }, { policy: plan })).toEqual({
+      limiter,
+      scope: 's',
+      policy: plan,
+    });
+  });
+});
+
+describe('httpLimit with a policy function', () => {
+  it('each request is limited by the policies its function returns, sync or async, also over a shared limiter', async () => {
+    type PlanReq = Req & { plan: string };
+    const plans: Record<string, string> = { free: '1/1m', pro: '3/1m' };
+    const sync = httpLimit<PlanReq>({ policy: (req) => plans[req.plan] as '1/1m', key: (req) => String(req.id) });
+    const shared = createLimiter({ store: memoryStore() });
+    const async = httpLimit<PlanReq>({ limiter: shared, policy: async (req) => plans[req.plan] as '1/1m', key: (req) => String(req.id) });
+    for (const limit of [sync, async]) {
+      const check = (req: PlanReq) => limit.check(req, 'GET /', ipOf(req));
+      expect((await check({ id: 1, plan: 'free' }))?.limited).toBe(false);
+      expect((await check({ id: 1, plan: 'free' }))?.limited).toBe(true);
+      const pro = await check({ id: 2, plan: 'pro' });
+      expect(pro?.headers['RateLimit-Policy']).toBe('"3-per-60s";q=3;w=60');
+      expect(pro?.decision.remaining).toBe(2);
+    }
+    await expect(sync.check({ id: 3, plan: 'none' }, 'GET /', () => undefined)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
   });
 });
 

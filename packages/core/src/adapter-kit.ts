@@ -2,26 +2,40 @@
 // request; the decision's headers; the 429 body. Framework-free: a request is an opaque `Req` here.
 import type { Decision } from './decision.js';
 import { parseDuration } from './duration.js';
-import { badOption, SluiceError } from './errors.js';
+import { badOption, describe, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
-import { createLimiter, LIMITER_OPTIONS, type Limiter, type LimiterOptions } from './limiter.js';
+import { type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+import { LIMITER_OPTION_NAMES } from './limiter-options.js';
+import { checkNames, isBoolean, isFunction, type OptionSpec, resolve } from './options.js';
 import type { PolicyInput } from './policy.js';
+import { settleAfter } from './settle.js';
 
 type Awaitable<T> = T | Promise<T>;
 
 /** A 429 body: a string is sent as text/plain, an object as JSON. */
 export type LimitedBody = string | Record<string, unknown>;
 
-/** The options every adapter takes, for a request type `Req`. */
-export interface HttpLimitOptions<Req> extends Partial<LimiterOptions> {
+/** A request's own policies (its plan): one policy or several, chosen from the request; may be async. */
+export type PolicyOf<Req> = (req: Req) => Awaitable<PolicyInput | PolicyInput[]>;
+
+/**
+ * The options every adapter takes, for a request type `Req` and a response type `Res` (Koa has none:
+ * its functions get the context alone), but where its policy comes from.
+ */
+export interface HttpLimitOptions<Req, Res = undefined> extends Omit<Partial<LimiterOptions>, 'policy'> {
+  /**
+   * One policy, or several (as in createLimiter), or a function of the request that returns them (per
+   * plan: `(req) => plans[req.user.plan]`, may be async; also with a shared `limiter`). Give this, or `limiter`.
+   */
+  policy?: PolicyInput | PolicyInput[] | PolicyOf<Req>;
   /** A limiter to use (and share) instead of limiter options. Default: one made from the limiter options. */
   limiter?: Limiter;
   /** The client's key. Default: the client IP as the framework resolves it (trust-proxy aware), see ipv6Subnet. */
   key?: (req: Req) => Awaitable<string>;
-  /** The request's cost, a positive number. Default 1. */
-  cost?: (req: Req) => Awaitable<number>;
+  /** The request's cost, a positive number, or a function of the request that returns it. Default 1. */
+  cost?: number | ((req: Req) => Awaitable<number>);
   /** Requests for which it returns true are not counted. Default: none. */
   skip?: (req: Req) => Awaitable<boolean>;
   /** Names a counter to share it across routes. Default: each route counts on its own (method and route pattern). */
@@ -34,25 +48,44 @@ export interface HttpLimitOptions<Req> extends Partial<LimiterOptions> {
   message?: LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>);
   /** Prefix length that groups IPv6 clients in the default key; false keeps whole addresses. Default 56. */
   ipv6Subnet?: number | false;
+  /**
+   * The request's real cost, known once the response has finished or the connection closed (tokens an
+   * LLM call used): the charge moves to it, up (a debt later requests wait out) or down (a refund).
+   * Runs once per allowed request, may be async; undefined keeps the charge. An error in it never
+   * touches the response: it is reported as a 'settle-error' event. Default none.
+   */
+  settle?: (req: Req, res: Res) => Awaitable<number | undefined>;
+  /** express-rate-limit: refund a request that failed (requestWasSuccessful false, or aborted by the client). Default false. */
+  skipFailedRequests?: boolean;
+  /** express-rate-limit: refund a request that succeeded. Default false. */
+  skipSuccessfulRequests?: boolean;
+  /** express-rate-limit: whether a finished request succeeded, for the two skip options. Default: status below 400. */
+  requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
 }
+
+/** Where an adapter's policy comes from, for types: `policy` or a shared `limiter` (a middleware without either does not type-check). */
+export type PolicyGiven<Req> = { policy: PolicyInput | PolicyInput[] | PolicyOf<Req> } | { limiter: Limiter };
 
 /** The option spellings of the middlewares users switch from: express-rate-limit and @fastify/rate-limit. */
 export interface PeerSpellings<Req> {
-  /** express-rate-limit: the window in ms (with `limit` or `max`). */
+  /** express-rate-limit: the window in ms (with `limit` or `max`). Default 60000. */
   windowMs?: number;
   /** express-rate-limit: requests per window. */
   limit?: number;
   /** express-rate-limit and @fastify/rate-limit: requests per window. */
   max?: number;
-  /** @fastify/rate-limit: the window, in ms or as '1 minute', '1m'. */
+  /** @fastify/rate-limit: the window, in ms or as '1 minute', '1m'. Default 60000. */
   timeWindow?: number | string;
   /** express-rate-limit's name for `key`. */
   keyGenerator?: (req: Req) => Awaitable<string>;
   /** express-rate-limit: send the IETF RateLimit headers (any draft: sluice sends draft 10). With legacyHeaders, instead of `headers`. */
   standardHeaders?: boolean | 'draft-6' | 'draft-7' | 'draft-8';
-  /** express-rate-limit: send X-RateLimit-* headers. */
+  /** express-rate-limit: send X-RateLimit-* headers. Default true when standardHeaders is given. */
   legacyHeaders?: boolean;
 }
+
+/** The name of one peer spelling. */
+export type PeerSpelling = keyof PeerSpellings<unknown>;
 
 /** A limited response, ready to send. */
 export interface LimitedResponse {
@@ -67,10 +100,25 @@ export interface HttpVerdict {
   /** Rate-limit headers to set, Retry-After included when limited. */
   headers: Record<string, string>;
   limited: boolean;
+  /** The limiter's key it was counted under (scope and client) and what it was charged. */
+  key: string;
+  cost: number;
+  /** The request's own policies (a `policy` function's answer), when not the limiter's. */
+  policy?: PolicyInput | PolicyInput[];
+}
+
+/** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */
+export interface RawResponse {
+  readonly statusCode: number;
+  /** True once the whole response went out ('finish'). */
+  readonly writableFinished: boolean;
+  /** True once the connection closed, whether or not the response went out. */
+  readonly destroyed: boolean;
+  once(event: 'close', listener: () => void): unknown;
 }
 
 /** One adapter middleware's resolved options and limiter. */
-export interface HttpLimit<Req> {
+export interface HttpLimit<Req, Res = undefined> {
   readonly limiter: Limiter;
   /**
    * Decides for one request; undefined when `skip` says so. `route` names the default counter
@@ -79,15 +127,95 @@ export interface HttpLimit<Req> {
   check(req: Req, route: string, ip: () => string | undefined): Promise<HttpVerdict | undefined>;
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
+  /**
+   * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
+   * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
+   * options). Costs nothing when there is neither.
+   */
+  track(verdict: HttpVerdict, req: Req, res: Res, raw: RawResponse): void;
 }
 
-const HTTP_OPTIONS = ['limiter', 'key', 'cost', 'skip', 'scope', 'headers', 'statusCode', 'message', 'ipv6Subnet'];
-const PEER_OPTIONS = ['windowMs', 'limit', 'max', 'timeWindow', 'keyGenerator', 'standardHeaders', 'legacyHeaders'];
+/** The adapter kit's own options, each once: its default, its check, its doc line. */
+const ADAPTER_OPTIONS = {
+  limiter: {
+    doc: 'a shared limiter instead of limiter options',
+    check: (v, n) => {
+      if (typeof v !== 'object' || v === null || typeof (v as Limiter).consume !== 'function')
+        badOption(n, 'a Limiter from createLimiter()', v);
+      return v as Limiter;
+    },
+  } as OptionSpec<Limiter | undefined>,
+  key: { doc: "the client's key; default the client IP", check: isFunction } as OptionSpec<
+    ((req: unknown) => Awaitable<string>) | undefined
+  >,
+  cost: {
+    doc: "the request's cost, a number or a function; default 1",
+    check: (v, n) => {
+      if (typeof v === 'number') {
+        if (!Number.isFinite(v) || v <= 0) badOption(n, 'a positive finite number or a function', v);
+        return () => v;
+      }
+      return isFunction(v, n);
+    },
+  } as OptionSpec<((req: unknown) => Awaitable<number>) | undefined>,
+  skip: { doc: 'requests it returns true for are not counted', check: isFunction } as OptionSpec<
+    ((req: unknown) => Awaitable<boolean>) | undefined
+  >,
+  scope: {
+    doc: 'a counter shared across routes; default per route',
+    check: (v, n) => {
+      if (typeof v !== 'string' || v === '') badOption(n, 'a non-empty string', v);
+      return v;
+    },
+  } as OptionSpec<string | undefined>,
+  headers: {
+    doc: "'draft', 'legacy', 'both' or false; default 'draft'",
+    default: 'draft',
+    check: (v, n) => parseHeadersMode(v, n),
+  } as OptionSpec<HeadersMode>,
+  statusCode: {
+    doc: 'status of a limited response; default 429',
+    default: 429,
+    check: (v, n) => {
+      if (!Number.isInteger(v) || (v as number) < 400 || (v as number) > 599) badOption(n, 'an integer from 400 to 599', v);
+      return v as number;
+    },
+  },
+  message: {
+    doc: 'body of a limited response, or a function of the decision; default problem+json',
+    check: (v, n) => {
+      if (typeof v !== 'string' && typeof v !== 'function' && (v === null || typeof v !== 'object')) {
+        badOption(n, 'a string, an object or a function', v);
+      }
+      return v as LimitedBody | ((decision: Decision, req: unknown) => Awaitable<LimitedBody>);
+    },
+  } as OptionSpec<LimitedBody | ((decision: Decision, req: unknown) => Awaitable<LimitedBody>) | undefined>,
+  ipv6Subnet: {
+    doc: 'IPv6 prefix length of the default key, or false; default 56',
+    default: 56,
+    check: (v, n) => {
+      if (v !== false && (!Number.isInteger(v) || (v as number) < 1 || (v as number) > 128))
+        badOption(n, 'an integer from 1 to 128, or false', v);
+      return v as number | false;
+    },
+  } as OptionSpec<number | false>,
+  settle: { doc: "the request's real cost after the response; default none", check: isFunction } as OptionSpec<
+    ((req: unknown, res: unknown) => Awaitable<number | undefined>) | undefined
+  >,
+  skipFailedRequests: { doc: 'refund failed and aborted requests; default false', default: false, check: isBoolean },
+  skipSuccessfulRequests: { doc: 'refund successful requests; default false', default: false, check: isBoolean },
+  requestWasSuccessful: { doc: 'whether a request succeeded; default status < 400', check: isFunction } as OptionSpec<
+    ((req: unknown, res: unknown) => Awaitable<boolean>) | undefined
+  >,
+} satisfies { [K in Exclude<keyof HttpLimitOptions<unknown>, keyof LimiterOptions>]-?: OptionSpec<unknown> };
+
+/** The peer spellings (checked where they are turned into a policy, a key and a headers mode). */
+const PEER_NAMES: readonly PeerSpelling[] = ['windowMs', 'limit', 'max', 'timeWindow', 'keyGenerator', 'standardHeaders', 'legacyHeaders'];
 const POLICY_OPTIONS = new Set(['policy', 'windowMs', 'limit', 'max', 'timeWindow']);
-const KNOWN = new Set([...LIMITER_OPTIONS, ...HTTP_OPTIONS, ...PEER_OPTIONS]);
 const WORDS = /^(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)$/i;
 const WORD_MS: Record<string, number> = { mil: 1, sec: 1000, min: 60_000, hou: 3_600_000, hrs: 3_600_000, hr: 3_600_000, day: 86_400_000 };
 
+/** @fastify/rate-limit's timeWindow: ms, a duration ('1m'), or words ('1 minute'). */
 function timeWindowMs(value: unknown): number {
   const words = typeof value === 'string' ? WORDS.exec(value.trim()) : null;
   if (!words) return parseDuration(value, 'timeWindow');
@@ -108,9 +236,9 @@ function peerPolicy(o: Record<string, unknown>): PolicyInput | undefined {
 }
 
 /** The `headers` mode, from `headers` or from express-rate-limit's standardHeaders and legacyHeaders. */
-function headersMode(o: Record<string, unknown>): HeadersMode {
+function headersMode(o: Record<string, unknown>, headers: HeadersMode): HeadersMode {
   const { standardHeaders: standard, legacyHeaders: legacy } = o;
-  if (standard === undefined && legacy === undefined) return parseHeadersMode(o.headers);
+  if (standard === undefined && legacy === undefined) return headers;
   if (o.headers !== undefined) badOption('headers', 'given alone, not with standardHeaders or legacyHeaders', o.headers);
   if (standard !== undefined && typeof standard !== 'boolean' && !['draft-6', 'draft-7', 'draft-8'].includes(standard as string)) {
     badOption('standardHeaders', "a boolean, 'draft-6', 'draft-7' or 'draft-8'", standard);
@@ -122,92 +250,149 @@ function headersMode(o: Record<string, unknown>): HeadersMode {
   return draft && old ? 'both' : draft ? 'draft' : old ? 'legacy' : false;
 }
 
-function checkFunction(name: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') badOption(name, 'a function', value);
+/** What an adapter adds to the kit: its own options (such as onLimited), checked by the adapter, and the peer spellings it takes. */
+export interface AdapterOwn {
+  own?: readonly string[];
+  peers?: readonly PeerSpelling[];
 }
 
 /**
- * Resolves an adapter's options once, at construction: bad options throw here naming the option. Names in
- * `own` are the adapter's own options (such as onLimited), passed over here.
- * @example const limit = httpLimit<Request>({ policy: '100/1m' }); const v = await limit.check(req, 'GET /', () => req.ip);
+ * Resolves an adapter's options once, at construction: bad options throw here naming the option.
+ * @example const limit = httpLimit<Request>({ policy: '100/1m' }, { own: ['onLimited'] }); const v = await limit.check(req, 'GET /', () => req.ip);
  */
-export function httpLimit<Req>(options: HttpLimitOptions<Req> & PeerSpellings<Req>, own: readonly string[] = []): HttpLimit<Req> {
+export function httpLimit<Req, Res = undefined>(
+  options: HttpLimitOptions<Req, Res> & PeerSpellings<Req>,
+  adapter: AdapterOwn = {},
+): HttpLimit<Req, Res> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const o = options as Record<string, unknown>;
-  for (const name of Object.keys(o)) {
-    if (o[name] !== undefined && !KNOWN.has(name) && !own.includes(name)) {
-      badOption(name, `absent: not a rate-limit option (known: ${[...KNOWN, ...own].join(', ')})`, name);
-    }
-  }
-  if (options.key !== undefined && options.keyGenerator !== undefined) badOption('keyGenerator', 'absent when key is given', 'a function');
-  const key = options.key ?? options.keyGenerator;
-  checkFunction('key', key);
-  checkFunction('cost', options.cost);
-  checkFunction('skip', options.skip);
-  checkFunction('message', typeof options.message === 'function' ? options.message : undefined);
-  const mode = headersMode(o);
-  const status = options.statusCode ?? 429;
-  if (!Number.isInteger(status) || status < 400 || status > 599) badOption('statusCode', 'an integer from 400 to 599', status);
-  const subnet = options.ipv6Subnet ?? 56;
-  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
-    badOption('ipv6Subnet', 'an integer from 1 to 128, or false', subnet);
-  }
-  const scope = options.scope;
-  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) badOption('scope', 'a non-empty string', scope);
-  const message = options.message;
-  if (
-    message !== undefined &&
-    typeof message !== 'string' &&
-    typeof message !== 'function' &&
-    (message === null || typeof message !== 'object')
-  ) {
-    badOption('message', 'a string, an object or a function', message);
-  }
+  const peers = adapter.peers ?? PEER_NAMES;
+  checkNames(o, [...LIMITER_OPTION_NAMES, ...Object.keys(ADAPTER_OPTIONS), ...peers, ...(adapter.own ?? [])], 'a rate-limit option');
+  if (o.key !== undefined && o.keyGenerator !== undefined) badOption('keyGenerator', 'absent when key is given', 'a function');
+  const a = resolve(ADAPTER_OPTIONS, { ...o, key: o.key ?? o.keyGenerator });
+  const key = a.key as ((req: Req) => Awaitable<string>) | undefined;
+  const cost = a.cost as ((req: Req) => Awaitable<number>) | undefined;
+  const skip = a.skip as ((req: Req) => Awaitable<boolean>) | undefined;
+  const { scope, statusCode: status, ipv6Subnet: subnet } = a;
+  const message = a.message as LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>) | undefined;
+  const mode = headersMode(o, a.headers);
 
-  let limiter = options.limiter;
+  let limiter = a.limiter;
+  // A policy function is the request's: each call passes what it returns, and the limiter has none.
+  const policyOf = typeof o.policy === 'function' ? (o.policy as PolicyOf<Req>) : undefined;
   const limiterOptions: Record<string, unknown> = {};
-  for (const name of LIMITER_OPTIONS) if (o[name] !== undefined) limiterOptions[name] = o[name];
+  for (const name of LIMITER_OPTION_NAMES) if (o[name] !== undefined && !(name === 'policy' && policyOf)) limiterOptions[name] = o[name];
   const policy = peerPolicy(o);
   if (policy !== undefined) limiterOptions.policy = policy;
   if (limiter !== undefined) {
-    if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
-      badOption('limiter', 'a Limiter from createLimiter()', limiter);
-    }
     const extra = Object.keys(limiterOptions);
     if (extra.length > 0)
       badOption(extra[0] as string, 'absent when limiter is given (set it on the limiter)', limiterOptions[extra[0] as string]);
   } else {
-    if (limiterOptions.policy === undefined) badOption('policy', "given (e.g. '100/1m'), or limiter, or windowMs with limit", undefined);
+    if (limiterOptions.policy === undefined && policyOf === undefined) {
+      badOption('policy', "given (e.g. '100/1m' or (req) => plans[req.user.plan]), or limiter, or windowMs with limit", undefined);
+    }
     limiter = createLimiter(limiterOptions as unknown as LimiterOptions);
   }
   const theLimiter = limiter;
+  const after = settleAfter<Req, Res>(theLimiter, a);
+  if (after !== undefined && typeof limiterOptions.shards === 'number' && limiterOptions.shards > 1) {
+    badOption(
+      'shards',
+      '1 with settle, skipFailedRequests or skipSuccessfulRequests (a charge went to one shard at random)',
+      limiterOptions.shards,
+    );
+  }
 
   return {
     limiter: theLimiter,
     async check(req, route, ip) {
       // A sync answer is taken as it is: awaiting it would cost every request a microtask.
-      if (options.skip !== undefined) {
-        const skip = options.skip(req);
-        if (skip === true || (skip !== false && (await skip))) return undefined;
+      if (skip !== undefined) {
+        const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip');
+        if (skipped === true || (skipped !== false && (await caught(skipped, 'ERR_SLUICE_KEY', 'skip')))) return undefined;
       }
-      const given = key === undefined ? ipKey(ip(), subnet) : key(req);
-      const client: unknown = typeof given === 'string' ? given : await given;
-      if (typeof client !== 'string') {
-        throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a string, got ${client === null ? 'null' : typeof client}`);
+      const given = key === undefined ? ipKey(ip(), subnet) : call(key, req, 'ERR_SLUICE_KEY', 'key');
+      const client: unknown = typeof given === 'string' ? given : await caught(given, 'ERR_SLUICE_KEY', 'key');
+      if (typeof client !== 'string' || client === '') {
+        const got = client === '' ? 'an empty string, which would count every such request in one shared bucket' : describe(client);
+        throw new SluiceError('ERR_SLUICE_KEY', `key(req) must return a non-empty string, got ${got}`);
       }
       const counter = scope ?? route;
-      const price = options.cost?.(req);
-      const cost = price === undefined ? undefined : { cost: typeof price === 'number' ? price : await price };
-      const decision = await theLimiter.consume(scopedKey(counter, client), cost);
-      return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited: !decision.allowed };
+      const price = cost === undefined ? undefined : call(cost, req, 'ERR_SLUICE_COST', 'cost');
+      let charge: ConsumeOptions | undefined =
+        price === undefined ? undefined : { cost: typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost') };
+      if (policyOf !== undefined) {
+        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy');
+        const policy =
+          typeof (chosen as Promise<unknown> | undefined)?.then === 'function'
+            ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy')
+            : chosen;
+        charge = { ...charge, policy: policy as PolicyInput | PolicyInput[] };
+      }
+      const scoped = scopedKey(counter, client);
+      const decision = await theLimiter.consume(scoped, charge);
+      const limited = !decision.allowed;
+      const verdict: HttpVerdict = {
+        decision,
+        headers: rateLimitHeaders(decision, { headers: mode }),
+        limited,
+        key: scoped,
+        cost: charge?.cost ?? 1,
+      };
+      // A settle adjusts the request's own policies, not the limiter's.
+      if (charge?.policy !== undefined) verdict.policy = charge.policy;
+      return verdict;
+    },
+    track(verdict, req, res, raw) {
+      const { decision } = verdict;
+      // Nothing was charged when shadow mode let a denial through or the store was down and open.
+      const charged = after !== undefined && decision.allowed && decision.shadowed !== true && decision.source !== 'fail-open';
+      const release = decision.release;
+      if (!charged && release === undefined) return;
+      const end = () => {
+        if (release !== undefined) void release();
+        if (charged) after(verdict, req, res, raw);
+      };
+      // Closed before we got here (the client left while the limiter decided): 'close' will not come.
+      if (raw.destroyed) return end();
+      // 'close' comes once for every response, after 'finish' or without it (the client left), always
+      // since Node 11: one listener, and writableFinished tells the two apart. (express-rate-limit
+      // refunded on 'close' as if it meant a failure, so it refunded successful requests too.)
+      raw.once('close', end);
     },
     async limitedResponse(decision, req) {
       const body = typeof message === 'function' ? await message(decision, req) : (message ?? problem(decision, status));
       if (typeof body === 'string') return { status, contentType: 'text/plain; charset=utf-8', body };
-      const contentType = message === undefined ? 'application/problem+json' : 'application/json; charset=utf-8';
+      const contentType = message === undefined ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8';
       return { status, contentType, body: JSON.stringify(body) };
     },
   };
+}
+
+/** A user function's error, as the SluiceError the framework gets: `code`, and the original as `cause`. */
+function userError(error: unknown, code: string, name: string): SluiceError {
+  if (error instanceof SluiceError) return error;
+  const what = error instanceof Error ? `: ${error.message}` : '';
+  return new SluiceError(code, `${name}(req) threw${what}`, { cause: error });
+}
+
+/** Calls a user's key, cost or skip function; a throw becomes a SluiceError with `code`. */
+function call<T>(fn: (req: never) => T, req: unknown, code: string, name: string): T {
+  try {
+    return fn(req as never);
+  } catch (error) {
+    throw userError(error, code, name);
+  }
+}
+
+/** Awaits a user function's promise; a rejection becomes a SluiceError with `code`. */
+async function caught<T>(value: T | Promise<T>, code: string, name: string): Promise<T> {
+  try {
+    return await value;
+  } catch (error) {
+    throw userError(error, code, name);
+  }
 }
 
 /**
@@ -247,8 +432,12 @@ export function mergeHttpOptions<T extends object>(app: T, route: Partial<T>): T
   const r = route as Record<string, unknown>;
   const given = (name: string) => r[name] !== undefined;
   if (Object.keys(r).some((n) => given(n) && POLICY_OPTIONS.has(n))) for (const n of POLICY_OPTIONS) delete merged[n];
-  if (given('limiter')) for (const n of LIMITER_OPTIONS) delete merged[n];
-  else if ([...LIMITER_OPTIONS].some(given) && merged.limiter !== undefined) {
+  if (given('limiter')) for (const n of LIMITER_OPTION_NAMES) delete merged[n];
+  // A policy function is the request's, not the limiter's: a route may give one over an app's limiter.
+  else if (
+    LIMITER_OPTION_NAMES.some((n) => given(n) && !(n === 'policy' && typeof r.policy === 'function')) &&
+    merged.limiter !== undefined
+  ) {
     badOption('limiter', 'absent on the app when a route sets limiter options: give the app a store instead', 'a Limiter');
   }
   if (given('key')) delete merged.keyGenerator;

@@ -1,3 +1,6 @@
+import { publish } from './events.js';
+import type { LimiterEvent } from './limiter-options.js';
+
 /** A circuit breaker: after `failures` failures in a row it opens for `cooldownMs`, then lets one probe through. */
 export interface Breaker {
   /** May a call go to the store now? While half-open, only the probe may. */
@@ -43,19 +46,39 @@ export function createBreaker(
   };
 }
 
-type BreakerListener = (open: boolean, error: Error | undefined, openForMs: number) => void;
-const shared = new WeakMap<object, Map<string, { breaker: Breaker; listeners: Set<BreakerListener> }>>();
+/** A limiter on a shared breaker: the prefix its events name, and its onEvent. */
+export interface BreakerMember {
+  prefix: string;
+  onEvent: ((event: LimiterEvent) => void) | undefined;
+}
+
+const shared = new WeakMap<object, Map<string, { breaker: Breaker; members: Set<BreakerMember> }>>();
+
+/** Announces a breaker change once: one event naming every prefix it affects, once to each distinct onEvent. */
+function announce(members: Iterable<BreakerMember>, open: boolean, error: Error | undefined, openForMs: number): void {
+  const list = [...members];
+  if (list.length === 0) return;
+  const prefixes = [...new Set(list.map((m) => m.prefix))];
+  const base = { prefix: prefixes[0] as string, prefixes };
+  const event: LimiterEvent = open ? { type: 'breaker-open', ...base, error } : { type: 'breaker-close', ...base, latencyMs: openForMs };
+  publish(event, new Set(list.map((m) => m.onEvent)));
+}
+
+/** A breaker of a limiter's own (a test clock), announcing to it alone. */
+export function ownBreaker(failures: number, cooldownMs: number, member: BreakerMember): Breaker {
+  return createBreaker(failures, cooldownMs, (open, error, ms) => announce([member], open, error, ms));
+}
 
 /**
  * The breaker of `store` for these settings, shared by every limiter on that store: a route's limiter
  * stacked under an app's learns of an outage from the app's failures instead of waiting out its own
- * timeouts. Each limiter hears open and close through `listener` until it calls `release`.
+ * timeouts. A change is announced once, naming the prefixes of the limiters on it, until each calls `release`.
  */
 export function sharedBreaker(
   store: object,
   failures: number,
   cooldownMs: number,
-  listener: BreakerListener,
+  member: BreakerMember,
 ): { breaker: Breaker; release: () => void } {
   let byStore = shared.get(store);
   if (byStore === undefined) {
@@ -65,14 +88,12 @@ export function sharedBreaker(
   const settings = `${failures}/${cooldownMs}`;
   let entry = byStore.get(settings);
   if (entry === undefined) {
-    const listeners = new Set<BreakerListener>();
-    const breaker = createBreaker(failures, cooldownMs, (open, error, ms) => {
-      for (const l of listeners) l(open, error, ms);
-    });
-    entry = { breaker, listeners };
+    const members = new Set<BreakerMember>();
+    const breaker = createBreaker(failures, cooldownMs, (open, error, ms) => announce(members, open, error, ms));
+    entry = { breaker, members };
     byStore.set(settings, entry);
   }
-  const { breaker, listeners } = entry;
-  listeners.add(listener);
-  return { breaker, release: () => listeners.delete(listener) };
+  const { breaker, members } = entry;
+  members.add(member);
+  return { breaker, release: () => members.delete(member) };
 }

@@ -15,26 +15,40 @@ export interface PolicyDecision {
   resetMs: number;
   /** 0 when this policy passed; else ms until the request's cost could pass it. */
   retryAfterMs: number;
+  /** A concurrent policy: limit and remaining are slots, windowMs is the lease, resetMs is 0. */
+  concurrent?: true;
 }
 
-/** The answer to one consume or peek. */
+/**
+ * The answer to one consume or peek. Where it came from (`source`) says what its counts mean:
+ * 'store', 'deny-cache', 'prefilter' and 'fallback' counted (the fallback in this process only);
+ * 'fail-open' counted nothing — the store could not be asked — so its `remaining` and `resetMs` are 0,
+ * not a count, and the rate-limit headers carry the policy but no remaining or reset.
+ */
 export interface Decision {
   /** Whether the request may proceed. */
   allowed: boolean;
   /** The binding policy's limit. */
   limit: number;
-  /** The binding policy's remaining units after this request, integer >= 0. */
+  /** The binding policy's remaining units after this request, integer >= 0 (0 on 'fail-open': unknown). */
   remaining: number;
-  /** ms until the binding policy is fully replenished. */
+  /** ms until the binding policy is fully replenished (0 on 'fail-open': unknown). */
   resetMs: number;
   /** 0 when allowed; else ms until this cost could pass. */
   retryAfterMs: number;
   /** The binding policy's name: on a denial the one that frees last, else the one with least left. */
   policy: string;
+  /** Each policy's part, in the order the policies were given. */
   policies: PolicyDecision[];
+  /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, or the fail mode 'open'. */
   source: DecisionSource;
   /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
   shadowed?: boolean;
+  /**
+   * Present when the decision holds concurrent slots: gives them back. Idempotent; never rejects (a
+   * store failure is reported as a 'store-error' event, and the slot frees when its lease ends).
+   */
+  release?: () => Promise<void>;
 }
 
 /**
@@ -50,16 +64,24 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
     const k = scale?.[i];
     const retryAfterMs = reply.allowed ? 0 : Math.ceil(s.retryAfterMs);
     const remaining = k === undefined ? s.remaining : Math.min(p.limit, Math.floor(s.remaining * k));
-    entries.push({
+    const entry: PolicyDecision = {
       name: p.name,
       limit: p.limit,
-      windowMs: p.windowMs,
+      windowMs: s.windowMs ?? p.windowMs,
       remaining,
       resetMs: s.resetMs,
       retryAfterMs,
-    });
+    };
+    if (p.algorithm === 'concurrent') entry.concurrent = true;
+    entries.push(entry);
     const b = entries[binding] as PolicyDecision;
-    if (reply.allowed ? remaining < b.remaining : retryAfterMs > b.retryAfterMs) binding = i;
+    // Allowed: the rate policy with least left binds (slots count another thing), a concurrent one only alone.
+    if (
+      reply.allowed
+        ? (b.concurrent && !entry.concurrent) || (remaining < b.remaining && !entry.concurrent === !b.concurrent)
+        : retryAfterMs > b.retryAfterMs
+    )
+      binding = i;
   }
   const b = entries[binding] as PolicyDecision;
   return {
@@ -81,16 +103,19 @@ export function replyRetryMs(reply: StoreReply): number {
   return most;
 }
 
-/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known. */
+/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known (remaining 0, not the limit). */
 export function failOpenDecision(policies: readonly Policy[]): Decision {
-  const entries = policies.map((p) => ({
-    name: p.name,
-    limit: p.limit,
-    windowMs: p.windowMs,
-    remaining: p.limit,
-    resetMs: 0,
-    retryAfterMs: 0,
-  }));
+  const entries = policies.map(
+    (p): PolicyDecision => ({
+      name: p.name,
+      limit: p.limit,
+      windowMs: p.windowMs,
+      remaining: 0,
+      resetMs: 0,
+      retryAfterMs: 0,
+      ...(p.algorithm === 'concurrent' ? { concurrent: true as const } : {}),
+    }),
+  );
   const b = entries[0] as PolicyDecision;
   return {
     allowed: true,

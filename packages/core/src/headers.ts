@@ -38,7 +38,10 @@ export function rateLimitHeaders(decision: Decision, options: { headers?: Header
   if (!decision.allowed) out['Retry-After'] = String(retryAfterSeconds(decision));
   const known = decision.source !== 'fail-open';
   if (mode === 'draft' || mode === 'both') {
-    out['RateLimit-Policy'] = decision.policies.map((p) => `"${p.name}";q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`).join(', ');
+    // A concurrent policy has no window: q is its slots, and no w.
+    out['RateLimit-Policy'] = decision.policies
+      .map((p) => (p.concurrent ? `"${p.name}";q=${p.limit}` : `"${p.name}";q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`))
+      .join(', ');
     if (known) out.RateLimit = decision.policies.map(member).join(', ');
   }
   if (mode === 'legacy' || mode === 'both') {

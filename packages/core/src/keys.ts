@@ -3,7 +3,8 @@
 //   the scoped key      an adapter's counter for a client: scope (a route or a `scope` name) and caller key;
 //   the tag             the hash-tag body a caller's key becomes (itself, or a digest);
 //   the shard tag       a tag with its shard ('k~3'), the fallback tag (the local tier's, '!k');
-//   the store key       one policy's counters: `prefix:{tag}:policyId`.
+//   the store key       one policy's counters: `prefix:{tag}:policyId`;
+//   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`.
 import { createHash } from 'node:crypto';
 
 // Kept as is: short printable ASCII (spaces included, as in the adapters' 'GET /login' scopes) without
@@ -43,4 +44,13 @@ export function fallbackTag(tag: string): string {
 /** The store key of one policy's counters: `prefix:{tag}:policyId`, so a key's policies share a Cluster slot. */
 export function storeKey(prefix: string, tag: string, policyId: string): string {
   return `${prefix}:{${tag}}:${policyId}`;
+}
+
+/**
+ * The record of an idempotent consume's `id` for a key: in the key's hash tag, so in its Cluster slot,
+ * beside its counters (a policy id never starts with 'id:'). The id is tagged as a key is (keyTag), so
+ * any string is an id and a long one takes bounded space.
+ */
+export function idKey(prefix: string, tag: string, id: string): string {
+  return `${prefix}:{${tag}}:id:${keyTag(id)}`;
 }

@@ -102,3 +102,50 @@ describe('a store that misbehaves', () => {
     await limiter.close();
   });
 });
+
+describe('clear refusals (issue 12)', () => {
+  test.each([
+    [
+      { limit: 10, window: 1000, algorthm: 'fixed-window' },
+      /policy\.algorthm must be absent: not a policy field \(did you mean algorithm\?\)/,
+    ],
+    [{ limit: 10, window: 1000, algorithm: 'token_bucket' }, /did you mean token-bucket\?/],
+    ['-5/1m', /policy\.limit must be a positive integer, got -5 \(a limit counts units per window: it cannot be negative\)/],
+    ['1.5/1m', /policy\.limit must be a positive integer, got 1\.5 \(a limit counts whole units/],
+    [{ limit: 10_001, window: '1m', algorithm: 'sliding-log' }, /at most 10000 with 'sliding-log'/],
+  ])('policy %j is refused with a specific message', (policy, message) => {
+    expect(() => createLimiter({ policy: policy as never })).toThrow(message);
+  });
+
+  test('a misspelt limiter option suggests the right one', () => {
+    expect(() => createLimiter({ policy: '1/1m', failmode: 'open' } as never)).toThrow(
+      /failmode must be absent: not a limiter option \(did you mean failMode\?\)/,
+    );
+  });
+
+  test('an empty key is refused: it would count every such caller in one bucket', async () => {
+    const l = createLimiter({ policy: '3/1m' });
+    await expect(l.consume('')).rejects.toMatchObject({ code: 'ERR_SLUICE_KEY' });
+  });
+
+  test('a cost above a capacity is refused naming both, not denied with a Retry-After', async () => {
+    const l = createLimiter({ policy: '10/1m' });
+    await expect(l.consume('k', { cost: 11 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_COST',
+      message: expect.stringMatching(/cost 11 .*capacity 10 of policy "10-per-60s"/),
+    });
+    expect((await l.consume('k', { cost: 10 })).allowed).toBe(true);
+  });
+
+  test('a message never serializes a value: a store holding a password is described by its constructor', () => {
+    class Redis {
+      options = { password: 'hunter2-secret' };
+    }
+    const attempt = () => createLimiter({ policy: '1/m', store: new Redis() as never });
+    expect(attempt).toThrow(/store must be a Store, such as memoryStore\(\) or redisStore\(\{ client \}\), got an instance of Redis$/);
+    const url = 'redis://user:hunter2-secret@host:6379';
+    expect(() => createLimiter({ policy: '1/m', timeout: url as never })).toThrow(
+      /timeout must be a positive number of ms, got a string of 37 characters$/,
+    );
+  });
+});

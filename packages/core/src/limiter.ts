@@ -1,190 +1,77 @@
+// createLimiter: the stages a consume goes through, in order —
+//   resolved options (limiter-options.ts) and the call's policy set (policy-set.ts: the limiter's, or a plan)
+//   -> prefilter (prefilter.ts): a local first tier, when configured
+//   -> shard (shards.ts): which sub-key of a hot key
+//   -> deny cache (deny-cache.ts): a denial the store gave lately, answered here
+//   -> store call (store-call.ts): deadline and breaker
+//   -> fail mode (fail-mode.ts): the decision when the store cannot answer
+//   -> finish: concurrent slots (slots.ts), shadow mode and the denied event.
+// adjust() is adjust.ts. Every decision is also published on the diagnostics channel sluice:decision,
+// every event on sluice:event.
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
-import { type Breaker, createBreaker, sharedBreaker } from './breaker.js';
-import { createDeadlines, type Settle } from './deadlines.js';
-import { type Decision, failOpenDecision, replyRetryMs, toDecision } from './decision.js';
+import { createAdjust } from './adjust.js';
+import type { Attempt } from './attempt.js';
+import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
-import { type Duration, parseDuration } from './duration.js';
-import { badOption, SluiceError } from './errors.js';
-import { keyTag, storeKey } from './keys.js';
+import { badOption, describe, SluiceError } from './errors.js';
+import { eventsHeard, publish } from './events.js';
+import { createFailMode } from './fail-mode.js';
+import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
+import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import { type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
-import type { Store, StoreRequest } from './store.js';
+import type { Policy, PolicyInput } from './policy.js';
+import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
+import { createPrefilter } from './prefilter.js';
+import { REPORT } from './report.js';
+import { createSlots, type Slots } from './slots.js';
+import type { StoreRequest } from './store.js';
+import { createStoreCall } from './store-call.js';
 
-/** What the limiter does when its store fails or times out. */
-export type FailMode = 'open' | 'closed';
-
-/** Something worth a log line or a metric. */
-export interface LimiterEvent {
-  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied';
-  /** The limiter's key namespace (its `prefix`). */
-  prefix: string;
-  /** The caller's key, when the event is about one request. */
-  key?: string;
-  error?: Error;
-  /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
-  latencyMs?: number;
-  decision?: Decision;
-}
-
-/** Options of createLimiter(). */
-export interface LimiterOptions {
-  /** One policy, or several: a request passes only if all pass, atomically; a denial charges none. */
-  policy: PolicyInput | PolicyInput[];
-  /** Where counters live. Default memoryStore(): embedded, one process. */
-  store?: Store;
-  /** Key namespace: non-empty, printable, no braces or spaces. Default 'sluice'. */
-  prefix?: string;
-  /** When the store fails or times out: 'open' allows, 'closed' asks the local fallback. Default 'closed'. */
-  failMode?: FailMode;
-  /** The local per-process limit used while the store is down (failMode 'closed'). Default: policy. */
-  fallback?: PolicyInput | PolicyInput[];
-  /** ms budget for one store call. Default 50. */
-  timeout?: number;
-  /** Split each key over N sub-keys (hot keys), each with its share of every limit. Default 1. */
-  shards?: number;
-  /** Answer store denials locally until they expire. Bounded by maxKeys (default 10000). Default true. */
-  denyCache?: boolean | { maxKeys: number };
-  /** A local first tier, checked before the store, that sheds floods. Default none. */
-  prefilter?: PolicyInput;
-  /** Decide and report, never deny (dry run). Default false. */
-  shadow?: boolean;
-  /** Circuit breaker in front of the store, shared by the limiters on one store with the same settings; false to disable. Default { failures: 5, cooldown: 500 }. */
-  breaker?: false | { failures?: number; cooldown?: Duration };
-  /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. */
-  onEvent?: (event: LimiterEvent) => void;
-  /** Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback). Default performance.now. */
-  clock?: () => number;
-}
+export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
 
 /** A rate limiter. */
 export interface Limiter {
-  /** Charges `cost` (default 1) to `key` if every policy allows it. Never rejects on a store failure. */
-  consume(key: string, options?: { cost?: number }): Promise<Decision>;
-  /** Reads `key` without charging: would a cost of 1 pass now? */
-  peek(key: string): Promise<Decision>;
-  /** Forgets `key` everywhere this limiter counts it. */
-  reset(key: string): Promise<void>;
+  /**
+   * Charges `cost` (default 1) to `key` if every policy allows it: the limiter's, or `policy`, this call's
+   * own (a plan). Never rejects on a store failure. With `id`, idempotent: a consume whose id was already
+   * charged for this key (within the longest window) is allowed again and charges nothing; a denied one
+   * recorded nothing. With a concurrent policy, an allowed Decision holds a slot until its `release()`.
+   */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Moves `key`'s charge by `delta` on every rate policy (the limiter's, or `policy`), atomically: delta > 0
+   * charges without a check (a debt that later requests wait out), delta < 0 refunds, never past full.
+   * Returns the Decision after it, as a peek would see it. A store failure goes to the fail mode.
+   * @example await limiter.adjust(user, usedTokens - estimate)
+   */
+  adjust(key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
+  peek(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  /**
+   * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
+   * policies and every call policy it has seen lately.
+   */
+  reset(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<void>;
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
 }
 
-const DEFAULTS = {
-  prefix: 'sluice',
-  failMode: 'closed' as FailMode,
-  timeout: 50,
-  shards: 1,
-  denyCacheKeys: 10_000,
-  shadow: false,
-  breakerFailures: 5,
-  breakerCooldown: 500,
-};
+/** Options of one consume. */
+export interface ConsumeOptions {
+  /** Units to charge, > 0. Default 1. */
+  cost?: number;
+  /**
+   * This call's policies instead of the limiter's (plans, tiers), one or several: all must pass, atomically.
+   * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
+   */
+  policy?: PolicyInput | PolicyInput[];
+  /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */
+  id?: string;
+}
 
-/** The names of createLimiter's options. */
-export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
-  'policy',
-  'store',
-  'prefix',
-  'failMode',
-  'fallback',
-  'timeout',
-  'shards',
-  'denyCache',
-  'prefilter',
-  'shadow',
-  'breaker',
-  'onEvent',
-  'clock',
-]);
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
-/** Every LimiterEvent, as the event itself. */
-const eventChannel = channel('sluice:event');
-
-const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) or spaces
-
-/** The limiter options, validated, defaults applied. Throws naming the option and what is allowed. */
-function resolveOptions(options: LimiterOptions) {
-  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
-  for (const name of Object.keys(options)) {
-    if (!LIMITER_OPTIONS.has(name)) badOption(name, `absent: not a limiter option (known: ${[...LIMITER_OPTIONS].join(', ')})`, name);
-  }
-  const policies = parsePolicies(options.policy);
-  const prefix = options.prefix ?? DEFAULTS.prefix;
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
-    badOption('prefix', 'a string of 1 to 64 printable characters without braces or spaces', prefix);
-  }
-  const failMode = options.failMode ?? DEFAULTS.failMode;
-  if (failMode !== 'open' && failMode !== 'closed') badOption('failMode', "'open' or 'closed'", failMode);
-  const fallback = options.fallback === undefined ? policies : parsePolicies(options.fallback, 'fallback');
-  const timeout = options.timeout ?? DEFAULTS.timeout;
-  if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) {
-    badOption('timeout', 'a positive number of ms', timeout);
-  }
-  const shards = options.shards ?? DEFAULTS.shards;
-  const most = Math.min(...policies.map((p) => Math.min(p.limit, Math.floor(p.burst))));
-  if (!Number.isSafeInteger(shards) || shards < 1 || shards > most) {
-    badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, shards);
-  }
-  const denyCache = options.denyCache ?? true;
-  let denyCacheKeys = 0;
-  if (denyCache === true) denyCacheKeys = DEFAULTS.denyCacheKeys;
-  else if (denyCache !== false) {
-    const maxKeys = (denyCache as { maxKeys?: unknown } | null)?.maxKeys;
-    if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      badOption('denyCache', 'true, false or { maxKeys: positive integer }', denyCache);
-    }
-    denyCacheKeys = maxKeys;
-  }
-  const prefilter = options.prefilter === undefined ? undefined : parsePolicy(options.prefilter, 'prefilter');
-  const shadow = options.shadow ?? DEFAULTS.shadow;
-  if (typeof shadow !== 'boolean') badOption('shadow', 'a boolean', shadow);
-  const breaker = options.breaker ?? {};
-  if (breaker !== false && (breaker === null || typeof breaker !== 'object')) {
-    badOption('breaker', 'false or { failures, cooldown }', breaker);
-  }
-  const breakerFailures = breaker === false ? 0 : (breaker.failures ?? DEFAULTS.breakerFailures);
-  if (breaker !== false && (!Number.isSafeInteger(breakerFailures) || breakerFailures < 1)) {
-    badOption('breaker.failures', 'a positive integer', breakerFailures);
-  }
-  const breakerCooldown = breaker === false ? 0 : parseDuration(breaker.cooldown ?? DEFAULTS.breakerCooldown, 'breaker.cooldown');
-  const store = options.store;
-  if (store !== undefined && (store === null || typeof store !== 'object' || typeof store.decide !== 'function')) {
-    badOption('store', 'a Store, such as memoryStore() or redisStore({ client })', store);
-  }
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') badOption('onEvent', 'a function', options.onEvent);
-  const clock = options.clock ?? (() => performance.now());
-  if (typeof clock !== 'function') badOption('clock', 'a function', clock);
-  return {
-    policies,
-    store,
-    prefix,
-    failMode,
-    fallback,
-    timeout,
-    shards,
-    denyCacheKeys,
-    prefilter,
-    shadow,
-    breakerFailures,
-    breakerCooldown,
-    onEvent: options.onEvent,
-    clock,
-  };
-}
-
-/** Each shard's share of a policy: shares of limit and burst sum to the whole, so shards never over-admit. */
-function sharePolicy(p: Policy, shard: number, shards: number): Policy {
-  const limit = Math.floor(p.limit / shards) + (shard < p.limit % shards ? 1 : 0);
-  return { ...p, limit, burst: (p.burst * limit) / p.limit, id: `${p.id}s${shards}` };
-}
-
-class StoreTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`store call timed out after ${ms} ms`);
-    this.name = 'StoreTimeoutError';
-  }
-}
 
 /**
  * Creates a limiter. Bad options throw here, never at request time.
@@ -193,122 +80,51 @@ class StoreTimeoutError extends Error {
  * const d = await limiter.consume(ip); if (!d.allowed) reply429(d.retryAfterMs);
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  const o = resolveOptions(options);
-  const { policies, prefix, shards, onEvent } = o;
-  const store = o.store ?? memoryStore();
+  const o = resolveLimiterOptions(options);
+  const { prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
-  const shardPolicies = Array.from({ length: shards }, (_, s) =>
-    shards === 1 ? policies : policies.map((p) => sharePolicy(p, s, shards)),
-  );
-  const scales = shardPolicies.map((ps) => (shards === 1 ? undefined : ps.map((p, i) => (policies[i] as Policy).limit / p.limit)));
-  const denyCache = guarded && o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : undefined;
-  const clock = o.clock;
-  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore({ clock }) : undefined;
-  const prefilter = o.prefilter ? [o.prefilter] : undefined;
+  const setOptions = { shards: o.shards, fallback: o.fallback, prefilter: o.prefilter !== undefined };
+  const own = o.policy && policySet(o.policy, setOptions, '', 'policy');
+  const calls = createPolicyCache(own, setOptions);
+  const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
+  // The local tiers count on the wall clock as the memory store does (calendar periods need it), or on
+  // the test clock when one is given.
+  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore(o.testClock ? { clock } : {}) : undefined;
 
+  const hooks = [onEvent];
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
-    if (onEvent === undefined && !eventChannel.hasSubscribers) return;
-    const full: LimiterEvent = { prefix, ...event };
-    eventChannel.publish(full);
-    try {
-      onEvent?.(full);
-    } catch {
-      // A logging hook must not turn a decision into an error.
-    }
+    if (eventsHeard(onEvent)) publish({ prefix, ...event }, hooks);
   };
-  /** Publishes a decision on sluice:decision once it is made; only called while someone subscribes. */
-  const observed = (key: string, started: number, decision: Promise<Decision>): Promise<Decision> =>
-    decision.then((d) => {
-      decisionChannel.publish({ prefix, key, decision: d, durationMs: performance.now() - started });
-      return d;
-    });
-  const onBreaker = (open: boolean, error: Error | undefined, ms: number) =>
-    emit(open ? { type: 'breaker-open', error } : { type: 'breaker-close', latencyMs: ms });
-  // Limiters on one store share its breaker (a test clock gets one of its own).
-  const held =
-    guarded && o.breakerFailures > 0
-      ? options.clock === undefined
-        ? sharedBreaker(store, o.breakerFailures, o.breakerCooldown, onBreaker)
-        : { breaker: createBreaker(o.breakerFailures, o.breakerCooldown, onBreaker), release() {} }
-      : undefined;
-  const breaker: Breaker | undefined = held?.breaker;
-
+  const storeCall = createStoreCall(store, o, { prefix, onEvent });
+  const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
+  const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
-  const shardTag = (tag: string, shard: number) => (shards === 1 ? tag : `${tag}~${shard}`);
 
-  const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
-  const settle = <T>(promise: Promise<T>, done: Settle<T>): void => {
-    if (guarded) watch(promise, done);
-    else promise.then((value) => done(undefined, value), done);
+  // Concurrent slots, per policy set that has any (made when first used).
+  const slotsBySet = new WeakMap<PolicySet, Slots>();
+  const slotsOf = (set: PolicySet): Slots => {
+    let slots = slotsBySet.get(set);
+    if (slots === undefined) {
+      const fallbackLocal = o.failMode === 'closed' ? local : undefined;
+      slots = createSlots({ prefix, policies: set.policies, fallback: set.fallback, local: fallbackLocal, storeCall, clock, emit });
+      slotsBySet.set(set, slots);
+    }
+    return slots;
   };
+  const hold = (decision: Decision, attempt: Attempt): Decision =>
+    attempt.slot === undefined ? decision : slotsOf(attempt.set).hold(decision, attempt);
 
-  /** The decision when the store cannot answer: by the fail mode. `last` as in fromStore(). */
-  async function withoutStore(key: string, tag: string, cost: number, peek: boolean, last: boolean): Promise<Decision> {
-    let decision: Decision;
-    if (o.failMode === 'open') {
-      emit({ type: 'fail-open', key });
-      decision = failOpenDecision(policies);
-    } else {
-      const reply = await (local as Store).decide({ keys: keysOf(`!${tag}`, o.fallback), policies: o.fallback, cost, peek });
-      emit({ type: 'fallback', key });
-      decision = toDecision(o.fallback, reply, 'fallback');
+  /** The deny-cache tag of a key's shard under a set: a call's policies keep their denials apart ('{' is in no tag). */
+  const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);
+  /** Forgets every known set's denials of a key: sets share counters (a policy in two plans, a quota under two limits). */
+  function forgetDenials(tag: string): void {
+    if (!denyCache) return;
+    for (const set of [...(own ? [own] : []), ...calls.sets()]) {
+      for (let s = 0; s < set.shards.count; s++) denyCache.delete(deniedTag(shardTag(tag, s, set.shards.count), set));
     }
-    return last ? finish(key, decision) : decision;
   }
 
-  /**
-   * The store's decision for one shard of a key, or the deny cache's, or the fail mode's. `last`: the
-   * caller returns it as it is, so finish() it here. Not async, and one promise per call: this is on
-   * every decision's path.
-   */
-  function fromStore(key: string, tag: string, shard: number, cost: number, peek: boolean, last: boolean): Promise<Decision> {
-    const t = shardTag(tag, shard);
-    const now = clock();
-    if (denyCache && !peek) {
-      const cached = denyCache.get(t, cost, now);
-      if (cached) return Promise.resolve(last ? finish(key, cached) : cached);
-    }
-    if (breaker && !breaker.allow(now)) return withoutStore(key, tag, cost, peek, last);
-    const ps = shardPolicies[shard] as Policy[];
-    const request: StoreRequest = { keys: keysOf(t, ps), policies: ps, cost, peek };
-    return new Promise<Decision>((resolve, reject) => {
-      settle(store.decide(request), (e, reply) => {
-        if (reply === undefined) {
-          const error = e instanceof Error ? e : new Error(String(e));
-          const end = clock();
-          breaker?.failure(end, error);
-          emit({ type: 'store-error', key, error, latencyMs: end - now });
-          resolve(withoutStore(key, tag, cost, peek, last));
-          return;
-        }
-        try {
-          breaker?.success(clock());
-          const decision = toDecision(policies, reply, 'store', scales[shard]);
-          // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-          if (denyCache && !reply.allowed && !peek) denyCache.set(t, cost, decision, now, replyRetryMs(reply));
-          resolve(last ? finish(key, decision) : decision);
-        } catch (error) {
-          // A store's malformed reply, say: the caller hears of it rather than waiting forever.
-          reject(error);
-        }
-      });
-    });
-  }
-
-  function checkKey(key: unknown): string {
-    if (typeof key !== 'string') throw new SluiceError('ERR_SLUICE_KEY', `key must be a string, got ${typeof key}`);
-    return key;
-  }
-
-  function checkCost(cost: unknown): number {
-    if (cost === undefined) return 1;
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) badOption('cost', 'a positive finite number', cost);
-    if (!Number.isInteger(cost) && policies.some((p) => p.algorithm === 'sliding-log')) {
-      badOption('cost', "a whole number with a 'sliding-log' policy", cost);
-    }
-    return cost;
-  }
-
+  /** Shadow mode and the denied event, once per decision that goes to the caller. */
   function finish(key: string, decision: Decision): Decision {
     if (decision.allowed) return decision;
     if (!o.shadow) {
@@ -319,64 +135,194 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { ...decision, allowed: true, retryAfterMs: 0, shadowed: true };
   }
 
-  /** consume() with a prefilter or shards. */
-  async function consumeTiers(key: string, tag: string, cost: number): Promise<Decision> {
-    if (prefilter) {
-      const reply = await (local as Store).decide({ keys: keysOf(tag, prefilter), policies: prefilter, cost, peek: false });
-      if (!reply.allowed) return finish(key, toDecision(prefilter, reply, 'prefilter'));
+  const withoutStore = (attempt: Attempt): Promise<Decision> =>
+    attempt.final
+      ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt)))
+      : attempt.slot === undefined
+        ? failMode(attempt)
+        : failMode(attempt).then((d) => hold(d, attempt));
+
+  /**
+   * One shard's decision: the deny cache's, the store's, or the fail mode's. The fast path: not async,
+   * and one promise per call, since it is on every decision's path.
+   */
+  function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
+    const { set } = attempt;
+    const { shards, policies } = set;
+    const tag = shardTag(attempt.tag, shard, shards.count);
+    const denied = deniedTag(tag, set);
+    const now = clock();
+    // An id the store already charged is allowed there: the deny cache must not answer for it.
+    if (denyCache && !attempt.peek && attempt.id === undefined) {
+      const cached = denyCache.get(denied, attempt.cost, now);
+      if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
-    const first = shards === 1 ? 0 : Math.floor(Math.random() * shards);
-    const decision = await fromStore(key, tag, first, cost, false, false);
-    if (decision.allowed || shards === 1 || (decision.source !== 'store' && decision.source !== 'deny-cache')) {
-      return finish(key, decision);
+    if (!storeCall.allow(now)) return withoutStore(attempt);
+    const ps = shards.policies[shard] as readonly Policy[];
+    const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
+    if (set.hasSlots && !attempt.peek) request.slot = attempt.slot;
+    if (attempt.id !== undefined) {
+      (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
+      request.idTtlMs = set.idTtlMs;
     }
-    // A hot key's shards drift apart: before denying, try one other.
-    const other = (first + 1 + Math.floor(Math.random() * (shards - 1))) % shards;
-    const second = await fromStore(key, tag, other, cost, false, false);
-    return finish(key, second.allowed || second.retryAfterMs < decision.retryAfterMs ? second : decision);
+    return new Promise<Decision>((resolve, reject) => {
+      storeCall.decide(request, now, (error, reply, latencyMs) => {
+        if (reply === undefined) {
+          emit({ type: 'store-error', key: attempt.key, error, latencyMs });
+          resolve(withoutStore(attempt));
+          return;
+        }
+        try {
+          const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt);
+          // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+          if (denyCache && !reply.allowed && !attempt.peek) {
+            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), set.denyHoldMs));
+          }
+          resolve(attempt.final ? finish(attempt.key, decision) : decision);
+        } catch (e) {
+          // A store's malformed reply, say: the caller hears of it rather than waiting forever.
+          reject(e);
+        }
+      });
+    });
   }
 
-  return {
+  /** consume() with a prefilter or shards. */
+  async function consumeTiers(attempt: Attempt): Promise<Decision> {
+    const { shards } = attempt.set;
+    if (prefilter) {
+      const denied = await prefilter(attempt);
+      if (denied) return finish(attempt.key, denied);
+    }
+    // An id's record lives in one shard: its retries go there, and only there.
+    const first = attempt.id === undefined ? shards.pick() : shards.of(attempt.id);
+    const decision = await decideShard(attempt, first);
+    if (
+      decision.allowed ||
+      shards.count === 1 ||
+      attempt.id !== undefined ||
+      (decision.source !== 'store' && decision.source !== 'deny-cache')
+    ) {
+      return finish(attempt.key, decision);
+    }
+    const second = await decideShard(attempt, shards.other(first));
+    return finish(attempt.key, second.allowed || second.retryAfterMs < decision.retryAfterMs ? second : decision);
+  }
+
+  /** Publishes a decision on sluice:decision once it is made; only while someone subscribes. */
+  const observed = (key: string, started: number, decision: Promise<Decision>): Promise<Decision> =>
+    decision.then((d) => {
+      decisionChannel.publish({ prefix, key, decision: d, durationMs: performance.now() - started });
+      return d;
+    });
+
+  /** The set a call is decided by: its own `policy`, parsed once per distinct input, or the limiter's. */
+  function setOf(policy: unknown): PolicySet {
+    if (policy !== undefined) return calls.get(policy);
+    if (own === undefined) badOption('policy', "given to this call, since the limiter has none (e.g. { policy: '100/1m' })", undefined);
+    return own;
+  }
+
+  const adjust = createAdjust({ options: o, local, storeCall, emit, setOf, forgetDenials });
+
+  const limiter: Limiter = {
     consume(key, options) {
       let cost: number;
+      let set: PolicySet;
+      let id: string | undefined;
       try {
         checkKey(key);
-        cost = checkCost(options?.cost);
+        set = setOf(options?.policy);
+        cost = checkCost(options?.cost, set.policies, set.capacity);
+        id = options?.id;
+        if (id !== undefined) checkId(id, set.hasSlots);
       } catch (error) {
         return Promise.reject(error);
       }
-      const tag = keyTag(key);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      // The common case, without an await or a promise of its own.
-      const decision = !prefilter && shards === 1 ? fromStore(key, tag, 0, cost, false, true) : consumeTiers(key, tag, cost);
+      const direct = !prefilter && set.shards.count === 1;
+      const attempt: Attempt =
+        id === undefined && !set.hasSlots
+          ? { set, key, tag: keyTag(key), cost, peek: false, final: direct }
+          : { set, key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: set.hasSlots ? slotsOf(set).next() : undefined };
+      const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async peek(key) {
+    async peek(key, options) {
       checkKey(key);
+      const set = setOf(options?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const decision = fromStore(key, keyTag(key), 0, 1, true, false);
+      const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async reset(key) {
+    async adjust(key, delta, options) {
+      checkKey(key);
+      return adjust(key, delta, options);
+    },
+
+    async reset(key, options) {
       checkKey(key);
       const tag = keyTag(key);
-      if (local) await local.reset([...keysOf(`!${tag}`, o.fallback), ...(prefilter ? keysOf(tag, prefilter) : [])]);
+      const known = [...(own ? [own] : []), ...calls.sets()];
+      const sets = options?.policy !== undefined ? [setOf(options.policy)] : known;
+      // Every known set's denials of the key go, not only the reset one's.
+      forgetDenials(tag);
+      if (local) {
+        const fallbacks = new Set(sets.flatMap((set) => keysOf(fallbackTag(tag), set.fallback)));
+        await local.reset([...fallbacks, ...(o.prefilter ? keysOf(tag, [o.prefilter]) : [])]);
+      }
       // One reset per shard: on a Cluster each shard lives in its own slot.
-      await Promise.all(
-        shardPolicies.map((ps, s) => {
-          denyCache?.delete(shardTag(tag, s));
-          return store.reset(keysOf(shardTag(tag, s), ps));
-        }),
-      );
+      const byShard = new Map<string, Set<string>>();
+      for (const set of sets) {
+        set.shards.policies.forEach((ps, s) => {
+          const t = shardTag(tag, s, set.shards.count);
+          const keys = byShard.get(t) ?? new Set<string>();
+          byShard.set(t, keys);
+          for (const k of keysOf(t, ps)) keys.add(k);
+        });
+      }
+      await Promise.all([...byShard.values()].map((keys) => store.reset([...keys])));
     },
 
     async close() {
-      held?.release();
+      storeCall.close();
       denyCache?.clear();
       await local?.close();
-      if (o.store === undefined) await store.close();
+      if (o.ownStore) await store.close();
     },
   };
+  Object.defineProperty(limiter, REPORT, { value: emit });
+  return limiter;
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string') throw new SluiceError('ERR_SLUICE_KEY', `key must be a string, got ${describe(key)}`);
+  // An empty key would count every such caller in one shared bucket.
+  if (key === '') throw new SluiceError('ERR_SLUICE_KEY', 'key must be a non-empty string, got ""');
+  return key;
+}
+
+function checkId(id: unknown, concurrent: boolean): void {
+  if (typeof id !== 'string' || id === '') badOption('id', 'a non-empty string', id);
+  if (concurrent) badOption('id', 'absent on a limiter with a concurrent policy (a retry of a charged id would hold no slot)', id);
+}
+
+function checkCost(cost: unknown, policies: readonly Policy[], capacity: PolicySet['capacity']): number {
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
+    throw new SluiceError('ERR_SLUICE_COST', `cost must be a positive finite number, got ${describe(cost)}`);
+  }
+  if (!Number.isInteger(cost) && policies.some((p) => p.algorithm === 'sliding-log')) {
+    throw new SluiceError('ERR_SLUICE_COST', `cost must be a whole number with a 'sliding-log' policy, got ${cost}`);
+  }
+  // Not a denial: a Retry-After would promise that it passes later, and it never does.
+  if (cost > capacity.cost) {
+    throw new SluiceError(
+      'ERR_SLUICE_COST',
+      `cost ${cost} can never pass: it is above the capacity ${capacity.cost} of policy "${capacity.policy.name}"`,
+    );
+  }
+  return cost;
 }

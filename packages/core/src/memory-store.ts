@@ -1,4 +1,4 @@
-import { ALGORITHM_STEPS } from './algorithms/steps.js';
+import { ALGORITHMS } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
@@ -63,6 +63,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   }
 
   function decideNow(request: StoreRequest): StoreReply {
+    if (request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined) return decideOne(request);
     const { keys, policies, peek } = request;
     const cost = peek ? 1 : request.cost;
     const now = clock();
@@ -73,20 +74,57 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     let allowed = true;
     for (let i = 0; i < n; i++) {
       const policy = policies[i]!;
-      const step = ALGORITHM_STEPS[policy.algorithm](read(keys[i]!, now), now, policy, cost, single);
+      const step = ALGORITHMS[policy.algorithm].step(read(keys[i]!, now) as never, now, policy, cost, single);
       steps.push(step);
       allowed &&= step.ok;
     }
     if (allowed && !peek && n > 1) {
       for (let i = 0; i < n; i++) {
         const policy = policies[i]!;
-        steps[i] = ALGORITHM_STEPS[policy.algorithm](read(keys[i]!, now), now, policy, cost, true);
+        steps[i] = ALGORITHMS[policy.algorithm].step(read(keys[i]!, now) as never, now, policy, cost, true);
       }
     }
     for (let i = 0; i < n; i++) {
-      const { remaining, resetMs, retryAfterMs, next } = steps[i]!;
+      const { remaining, resetMs, retryAfterMs, next, windowMs } = steps[i]!;
       if (next) write(keys[i]!, next.state, now + next.ttlMs);
-      states.push({ remaining, resetMs, retryAfterMs });
+      states.push(windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs });
+    }
+    return { allowed, states };
+  }
+
+  /** An adjustment, or a consume with a slot or an id: the twin of lua/decide.lua's decide_one. */
+  function decideOne(request: StoreRequest): StoreReply {
+    const { keys, policies, delta, slot = '', idTtlMs = 0 } = request;
+    const now = clock();
+    const n = policies.length;
+    if (delta !== undefined) {
+      for (let i = 0; i < n; i++) {
+        const next = ALGORITHMS[policies[i]!.algorithm].adjust(read(keys[i]!, now) as never, now, policies[i]!, delta, slot);
+        if (next === null) write(keys[i]!, undefined, now);
+        else if (next !== undefined) write(keys[i]!, next.state, now + next.ttlMs);
+      }
+    }
+    // A release (concurrent policies only, never mixed with rate ones in an adjust): zeros, as the Lua answers.
+    if (delta !== undefined && policies[0]!.algorithm === 'concurrent') {
+      return { allowed: true, states: policies.map(() => ({ remaining: 0, resetMs: 0, retryAfterMs: 0 })) };
+    }
+    const cost = delta === undefined ? request.cost : 1;
+    const replay = delta === undefined && idTtlMs > 0 && read(keys[n]!, now) !== undefined;
+    const states = [];
+    let allowed = true;
+    for (let i = 0; i < n; i++) {
+      const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, false, slot);
+      states.push({ remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: replay ? 0 : step.retryAfterMs });
+      allowed &&= step.ok;
+    }
+    if (replay) return { allowed: true, states };
+    if (delta === undefined && allowed) {
+      for (let i = 0; i < n; i++) {
+        const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, true, slot);
+        if (step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs);
+        states[i] = { remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs };
+      }
+      if (idTtlMs > 0) write(keys[n]!, true, now + Math.ceil(idTtlMs));
     }
     return { allowed, states };
   }

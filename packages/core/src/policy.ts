@@ -1,19 +1,49 @@
+import { CALENDAR_PERIODS, type CalendarPeriod, canonicalZone, NOMINAL_MS } from './algorithms/calendar-periods.js';
+import type { Algorithm } from './algorithms/index.js';
 import { type Duration, formatDuration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
+import { ALGORITHM_CODES } from './lua.generated.js';
+import { checkNames, nearest } from './options.js';
 
-/** The algorithms a policy can use. */
-export type Algorithm = 'token-bucket' | 'sliding-window' | 'sliding-log' | 'fixed-window';
+export type { CalendarPeriod } from './algorithms/calendar-periods.js';
+export type { Algorithm } from './algorithms/index.js';
+export { ALGORITHM_CODES };
 
-/** A policy: '100/1m', '10/s', '5/15m' (a bare unit means 1 of it), or an object. */
+/** The algorithms a policy names; 'calendar' is chosen by a calendar window ('day', 'week', 'month'), 'concurrent' by `{ concurrent }`. */
+export type RateAlgorithm = Exclude<Algorithm, 'calendar' | 'concurrent'>;
+
+/**
+ * A policy: '100/1m', '10/s', '5/15m' (a bare unit means 1 of it), a calendar quota in UTC ('1000/day',
+ * '5000/week', '50000/month'), an object, or a concurrent policy `{ concurrent: 5, lease: '30s' }`: at
+ * most 5 requests in flight, each slot given back by Decision.release() or freed when its lease ends.
+ */
 export type PolicyInput =
   | `${number}/${string}`
+  | {
+      /** Positive integer: cost units per period. */
+      limit: number;
+      /** A calendar period: from local midnight, from Monday (ISO week) or from the 1st, in timeZone. */
+      window: CalendarPeriod;
+      /** IANA time zone of the periods, e.g. 'America/New_York'. Default 'UTC'. */
+      timeZone?: string;
+      /** Shown in RateLimit-Policy. Default derived, e.g. '1000-per-day' or '1000-per-day@Europe/Berlin'. */
+      name?: string;
+    }
+  | {
+      /** Most requests in flight: a positive integer. */
+      concurrent: number;
+      /** How long a slot not released stays held (a crashed process's slot comes back after it). Default '30s'. */
+      lease?: Duration;
+      /** Shown in RateLimit-Policy. Default e.g. '5-in-flight'. */
+      name?: string;
+    }
   | {
       /** Positive integer: cost units per window. */
       limit: number;
       /** The window, > 0. */
       window: Duration;
       /** Default 'token-bucket'. */
-      algorithm?: Algorithm;
+      algorithm?: RateAlgorithm;
       /** Token-bucket capacity, >= 1. Default: limit. */
       burst?: number;
       /** Shown in RateLimit-Policy. Default derived from limit and window, e.g. '100-per-60s'. */
@@ -23,23 +53,27 @@ export type PolicyInput =
 /** A validated policy, as stores see it. */
 export interface Policy {
   readonly name: string;
+  /** Units per window; for a concurrent policy, slots. */
   readonly limit: number;
+  /** The window; for a concurrent policy, the lease. */
   readonly windowMs: number;
   readonly algorithm: Algorithm;
   readonly burst: number;
   /** Identifies the policy's counters in a store: two policies with the same id share them. */
   readonly id: string;
+  /** A calendar quota's period (algorithm 'calendar'); windowMs is then its nominal length. */
+  readonly period?: CalendarPeriod;
+  /** A calendar quota's canonical IANA time zone. */
+  readonly timeZone?: string;
 }
 
-/** The short codes the Lua scripts dispatch on. */
-export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = {
-  'token-bucket': 'tb',
-  'fixed-window': 'fw',
-  'sliding-window': 'sw',
-  'sliding-log': 'sl',
-};
-
-const POLICY_STRING = /^\s*(\d+)\s*\/\s*(\S+)\s*$/;
+const POLICY_STRING = /^\s*([-+]?\d*\.?\d+(?:e[-+]?\d+)?)\s*\/\s*(\S+)\s*$/i;
+const POLICY_FIELDS = ['limit', 'window', 'algorithm', 'burst', 'name', 'timeZone'];
+/**
+ * Most units a sliding-log policy counts: it keeps one sorted-set member per unit admitted in its
+ * window, so memory and the script's time grow with the limit. Above it, use 'sliding-window'.
+ */
+export const SLIDING_LOG_MAX = 10_000;
 const NAME = /^[!#-[\]-~]{1,64}$/; // printable ASCII without '"' and '\', so it fits an sf-string as is
 
 /**
@@ -47,24 +81,52 @@ const NAME = /^[!#-[\]-~]{1,64}$/; // printable ASCII without '"' and '\', so it
  * @example parsePolicy('100/1m') // { name: '100-per-60s', limit: 100, windowMs: 60000, algorithm: 'token-bucket', burst: 100, ... }
  */
 export function parsePolicy(input: unknown, option = 'policy'): Policy {
-  let raw: { limit?: unknown; window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown };
+  let raw: { limit?: unknown; window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown; timeZone?: unknown };
   if (typeof input === 'string') {
     const m = POLICY_STRING.exec(input);
     if (!m) badOption(option, "a string like '100/1m' or an object { limit, window }", input);
     raw = { limit: Number(m[1]), window: m[2] };
   } else if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    if ('concurrent' in input) return parseConcurrent(input, option);
+    // A plain object's fields are all the policy's; a class instance may hold others (getters read below).
+    const proto = Object.getPrototypeOf(input);
+    if (proto === Object.prototype || proto === null) checkNames(input, POLICY_FIELDS, 'a policy field', `${option}.`);
     raw = input;
   } else {
     return badOption(option, "a string like '100/1m' or an object { limit, window }", input);
   }
   const limit = raw.limit;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-    badOption(`${option}.limit`, 'a positive integer', limit);
+    const why =
+      typeof limit !== 'number' || Number.isNaN(limit)
+        ? undefined
+        : limit < 0
+          ? 'a limit counts units per window: it cannot be negative'
+          : !Number.isInteger(limit)
+            ? 'a limit counts whole units: for 1.5 per minute, write 3/2m'
+            : limit === 0
+              ? 'a limit of 0 would refuse every request; to count without denying, use shadow: true'
+              : 'at most 2^53 - 1';
+    badOption(`${option}.limit`, 'a positive integer', limit, why);
   }
+  if (CALENDAR_PERIODS.includes(raw.window as CalendarPeriod)) return calendarPolicy(raw, limit, option);
+  if (raw.timeZone !== undefined)
+    badOption(`${option}.timeZone`, "used only with a calendar window ('day', 'week' or 'month')", raw.timeZone);
   const windowMs = parseDuration(raw.window, `${option}.window`);
   const algorithm = raw.algorithm ?? 'token-bucket';
-  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
-    badOption(`${option}.algorithm`, `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`, algorithm);
+  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES) || algorithm === 'concurrent') {
+    const names = Object.keys(ALGORITHM_CODES).filter((a) => a !== 'concurrent' && a !== 'calendar');
+    const close = typeof algorithm === 'string' ? nearest(algorithm, names) : undefined;
+    const hint = close ? `did you mean ${close}?` : 'for requests in flight: { concurrent: N }';
+    badOption(`${option}.algorithm`, `one of ${names.join(', ')}`, algorithm, hint);
+  }
+  if (algorithm === 'sliding-log' && (limit as number) > SLIDING_LOG_MAX) {
+    badOption(
+      `${option}.limit`,
+      `at most ${SLIDING_LOG_MAX} with 'sliding-log'`,
+      limit,
+      "it keeps a member per unit: use 'sliding-window' for more",
+    );
   }
   const burst = raw.burst ?? limit;
   if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 1) {
@@ -73,14 +135,56 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
   if (raw.burst !== undefined && algorithm !== 'token-bucket') {
     badOption(`${option}.burst`, "used only with algorithm 'token-bucket'", raw.burst);
   }
-  const name = raw.name ?? `${limit}-per-${formatDuration(windowMs)}`;
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    badOption(`${option}.name`, 'printable ASCII without quotes or backslashes, 1 to 64 characters', name);
-  }
+  if (algorithm === 'calendar')
+    badOption(`${option}.algorithm`, "absent for a calendar quota: give window 'day', 'week' or 'month'", algorithm);
+  const name = checkName(raw.name ?? `${limit}-per-${formatDuration(windowMs)}`, option);
   const code = ALGORITHM_CODES[algorithm as Algorithm];
   const id = `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}`;
   return { name, limit, windowMs, algorithm: algorithm as Algorithm, burst, id };
 }
+
+function checkName(name: unknown, option: string): string {
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    badOption(`${option}.name`, 'printable ASCII without quotes or backslashes, 1 to 64 characters', name);
+  }
+  return name;
+}
+
+/**
+ * A calendar quota. Its id names the period and the zone but not the limit: a key's count in the period
+ * is its usage whatever the plan, so a plan change carries it on under the new limit (an upgrade keeps
+ * what was used, a downgrade past it denies until the period ends), and flipping plans gains nothing.
+ */
+function calendarPolicy(
+  raw: { window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown; timeZone?: unknown },
+  limit: number,
+  option: string,
+): Policy {
+  const period = raw.window as CalendarPeriod;
+  if (raw.algorithm !== undefined) badOption(`${option}.algorithm`, `absent with window '${period}' (a calendar quota)`, raw.algorithm);
+  if (raw.burst !== undefined) badOption(`${option}.burst`, `absent with window '${period}' (a calendar quota)`, raw.burst);
+  const timeZone = raw.timeZone === undefined ? 'UTC' : canonicalZone(raw.timeZone, `${option}.timeZone`);
+  const name = checkName(raw.name ?? `${limit}-per-${period}${timeZone === 'UTC' ? '' : `@${timeZone}`}`, option);
+  const id = `${ALGORITHM_CODES.calendar}${period}@${timeZone}`;
+  return { name, limit, windowMs: NOMINAL_MS[period], algorithm: 'calendar', burst: limit, id, period, timeZone };
+}
+
+const LEASE_MS = 30_000;
+
+/** `{ concurrent, lease?, name? }`: slots as its limit, the lease as its window. */
+function parseConcurrent(raw: { concurrent?: unknown; lease?: unknown; name?: unknown }, option: string): Policy {
+  checkNames(raw, ['concurrent', 'lease', 'name'], 'a field of a concurrent policy', `${option}.`);
+  const limit = raw.concurrent;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    badOption(`${option}.concurrent`, 'a positive integer (most requests in flight)', limit);
+  }
+  const windowMs = raw.lease === undefined ? LEASE_MS : parseDuration(raw.lease, `${option}.lease`);
+  const name = checkName(raw.name ?? `${limit}-in-flight`, option);
+  return { name, limit, windowMs, algorithm: 'concurrent', burst: limit, id: `${ALGORITHM_CODES.concurrent}${limit}/${windowMs}` };
+}
+
+/** True for a policy that counts requests in flight. */
+export const isConcurrent = (p: Policy): boolean => p.algorithm === 'concurrent';
 
 /** Validates one policy or a non-empty list of them. */
 export function parsePolicies(input: unknown, option = 'policy'): Policy[] {
@@ -88,6 +192,7 @@ export function parsePolicies(input: unknown, option = 'policy'): Policy[] {
   if (input.length === 0) badOption(option, 'a policy or a non-empty array of policies', input);
   const policies = input.map((p, i) => parsePolicy(p, `${option}[${i}]`));
   const ids = new Set(policies.map((p) => p.id));
-  if (ids.size !== policies.length) badOption(option, 'policies that differ from each other', input);
+  if (ids.size !== policies.length)
+    badOption(option, 'policies that differ from each other (and one calendar quota per period and zone)', input);
   return policies;
 }

@@ -1,15 +1,23 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import type { Cluster, Redis } from 'ioredis';
-import { badOption } from './errors.js';
+import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
+import { badOption, SluiceError } from './errors.js';
 import { DECIDE_SCRIPT } from './lua.generated.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
+import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './redis-clients.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
+
+export type { IoredisClient, NodeRedisClient, RedisClient } from './redis-clients.js';
 
 /** Options of redisStore(). */
 export interface RedisStoreOptions {
-  /** An ioredis client, standalone or Cluster. The store never closes it. */
-  client: Redis | Cluster;
+  /**
+   * The client, told apart by shape: ioredis 5 or 6 or iovalkey (`Redis`, also one that follows
+   * Sentinel, or `Cluster`), or node-redis 4 or 5 (`createClient()`, `createCluster()`). The store never
+   * closes it, and sends nothing while its connection is down: a call then fails at once (to the fail
+   * mode) instead of waiting in the client's offline queue.
+   */
+  client: RedisClient;
   /** Most decisions carried by one script call. Default 512. */
   maxBatch?: number;
   /** Test hook: a ms clock passed to the scripts instead of the server's TIME. Never set it in production. */
@@ -42,25 +50,24 @@ const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
  * slot on a Cluster), so throughput is bounded by Redis rather than by round trips. On a standalone
  * server, while two calls are in flight, later decisions wait for one of them and go together.
  * @example createLimiter({ policy: '100/1m', store: redisStore({ client: new Redis() }) })
+ * @example createLimiter({ policy: '100/1m', store: redisStore({ client: await createClient().connect() }) })
  */
 export function redisStore(options: RedisStoreOptions): Store {
-  const { client, clock } = options;
-  if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
-    badOption('client', 'an ioredis Redis or Cluster instance', client);
+  if (looksLikeClient(options)) {
+    throw new SluiceError('ERR_SLUICE_OPTION', 'redisStore takes options: pass redisStore({ client }), not the client itself');
   }
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_OPTION', `redisStore takes options { client }, where client is ${CLIENTS_TAKEN}`);
+  }
+  const { clock } = options;
+  const client = scriptClient(options.client, (first) => first === SHA || first === DECIDE_SCRIPT);
   const maxBatch = options.maxBatch ?? 512;
   if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
-  const cluster = (client as Cluster).isCluster === true;
+  const { cluster } = client;
   let queue: Pending[] = [];
-  let wasReady = false;
   let inFlight = 0;
   /** Set while a flush waits for a call to return, for at most HOLD_MS. */
   let holding: ReturnType<typeof setTimeout> | undefined;
-
-  if (!cluster && !noResendOn.has(client)) {
-    noResendOn.add(client);
-    client.on('close', () => noResend(client));
-  }
 
   function release(): void {
     clearTimeout(holding);
@@ -85,12 +92,12 @@ export function redisStore(options: RedisStoreOptions): Store {
   function flushNow(): void {
     const batch = queue;
     queue = [];
-    // A connection that was up and is now down: ioredis would hold these calls in its offline queue and
-    // run them on reconnect, after their callers had their answer from the fail mode, charging them
-    // twice. Refuse them now. (A client not yet connected, as with lazyConnect, may still connect.)
-    if (client.status === 'ready') wasReady = true;
-    else if (wasReady) {
-      fail(batch, new Error(`Redis connection is ${client.status}`));
+    // A connection that is not up, whether it went down or never came up: a client would hold these calls
+    // in its offline queue and run them once connected, after their callers had their answer from the
+    // fail mode, charging them twice. Refuse them now.
+    const down = client.down();
+    if (down !== undefined) {
+      fail(batch, new Error(down));
       return;
     }
     if (!cluster) {
@@ -108,10 +115,16 @@ export function redisStore(options: RedisStoreOptions): Store {
       if (group === undefined) bySlot.set(slot, [p]);
       else if (group.push(p) >= maxBatch) {
         bySlot.delete(slot);
-        send(group);
+        const slotDown = client.down(slot);
+        if (slotDown === undefined) send(group);
+        else fail(group, new Error(slotDown));
       }
     }
-    for (const group of bySlot.values()) send(group);
+    for (const [slot, group] of bySlot) {
+      const slotDown = client.down(slot);
+      if (slotDown === undefined) send(group);
+      else fail(group, new Error(slotDown));
+    }
   }
 
   function send(batch: Pending[]): void {
@@ -121,52 +134,63 @@ export function redisStore(options: RedisStoreOptions): Store {
     const specArgs: string[] = [];
     const runs: string[] = [];
     const specs = new Map<Policy, string>();
+    // The clock calendar quotas' candidate periods are computed on (the script picks the server's).
+    const wall = clock ? clock() : Date.now();
     let shape: StoreRequest | undefined;
     let count = 0;
     let countAt = 0;
     for (const { request } of batch) {
       const { policies } = request;
       for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
+      // An adjustment ('a'), or a consume with a slot or an id ('x'): runs alike carry one slot per decision.
+      const one = request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined;
+      if (one && request.idTtlMs !== undefined) keys.push(request.keys[policies.length] as string);
       if (
         shape !== undefined &&
         policies === shape.policies &&
         request.peek === shape.peek &&
-        (request.peek || request.cost === shape.cost)
+        (request.peek || request.cost === shape.cost) &&
+        request.delta === shape.delta &&
+        request.idTtlMs === shape.idTtlMs &&
+        (request.slot !== undefined) === (shape.slot !== undefined)
       ) {
         count++;
+        if (one) runs.push(request.slot ?? '');
         continue;
       }
       if (shape !== undefined) runs[countAt] = String(count);
       shape = request;
       count = 1;
       countAt = runs.length;
-      runs.push('', request.peek ? 'p' : 'c', request.peek ? '1' : String(request.cost), String(policies.length));
+      const op = request.delta !== undefined ? 'a' : one ? 'x' : request.peek ? 'p' : 'c';
+      const cost = request.delta ?? (request.peek ? 1 : request.cost);
+      runs.push('', op, String(cost), String(policies.length));
       for (const policy of policies) {
         let spec = specs.get(policy);
         if (spec === undefined) {
           spec = String(specs.size + 1);
           specs.set(policy, spec);
-          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), String(policy.burst));
+          const window = policy.period ? calendarArg(policy.period, policy.timeZone as string, wall) : String(policy.windowMs);
+          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), window, String(policy.burst));
         }
         runs.push(spec);
       }
+      if (one) runs.push(String(request.idTtlMs ?? 0), request.slot ?? '');
     }
     runs[countAt] = String(count);
-    const numKeys = keys.length;
-    const args = keys;
-    args.push(clock ? String(clock()) : '', String(specs.size));
+    const args = [clock ? String(wall) : '', String(specs.size)];
     for (const x of specArgs) args.push(x);
     for (const x of runs) args.push(x);
     inFlight++;
     // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
-    const reply = client.evalsha(SHA, numKeys, args).catch((error: unknown) => {
-      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, numKeys, args);
+    const reply = client.evalsha(SHA, keys, args).catch((error: unknown) => {
+      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, keys, args);
       throw error;
     });
     reply.then(
       (values) => {
         returned();
-        settle(batch, values as number[]);
+        settle(batch, values as number[], wall);
       },
       (error: unknown) => {
         returned();
@@ -183,9 +207,23 @@ export function redisStore(options: RedisStoreOptions): Store {
       });
     },
     async reset(keys) {
-      if (keys.length > 0) await client.del(...keys);
+      if (keys.length === 0) return;
+      if (!cluster) {
+        await client.del(keys);
+        return;
+      }
+      // One DEL per slot: a Cluster refuses one whose keys span slots (CROSSSLOT), as shards' keys do.
+      const bySlot = new Map<number, string[]>();
+      for (const key of keys) {
+        const slot = calculateSlot(key);
+        const group = bySlot.get(slot);
+        if (group === undefined) bySlot.set(slot, [key]);
+        else group.push(key);
+      }
+      await Promise.all([...bySlot.values()].map((group) => client.del(group)));
     },
     async close() {
+      client.detach();
       if (queue.length > 0) release();
     },
   };
@@ -196,7 +234,7 @@ export function redisStore(options: RedisStoreOptions): Store {
  * (whole µs, which the StoreReply carries as ms to the µs). A decision is allowed when every policy's
  * retry is 0 (a denying policy answers >= 1 µs).
  */
-function settle(batch: Pending[], reply: number[]): void {
+function settle(batch: Pending[], reply: number[], wall: number): void {
   let at = 0;
   for (const { request, resolve } of batch) {
     let allowed = true;
@@ -209,38 +247,11 @@ function settle(batch: Pending[], reply: number[]): void {
       at += 3;
       if (retryAfterUs !== 0) allowed = false;
       states[i] = { remaining, resetMs, retryAfterMs: retryAfterUs / 1000 };
+      const { period, timeZone } = request.policies[i] as Policy;
+      if (period) (states[i] as PolicyState).windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
     }
     resolve({ allowed, states });
   }
-}
-
-/** Standalone clients with noResend on their 'close': one listener per client, whatever the stores on it. */
-const noResendOn = new WeakSet<object>();
-
-/**
- * A standalone connection that closes while ready sets its unanswered commands aside and writes them
- * again on the next connection (autoResendUnfulfilledCommands), after the fail mode has answered
- * their callers: a call Redis had already run is charged twice. ioredis sets them aside before it
- * emits 'close' (on the next tick) and resends them on 'ready': take the script calls out there.
- */
-function noResend(client: object): void {
-  const queue = (client as { prevCommandQueue?: CommandQueue | null }).prevCommandQueue;
-  if (queue == null || typeof queue.peekAt !== 'function') return;
-  for (let i = 0; i < queue.length; ) {
-    const command = queue.peekAt(i)?.command;
-    const first = command?.args?.[0];
-    if (command !== undefined && (first === SHA || first === DECIDE_SCRIPT)) {
-      queue.remove(i, 1);
-      command.reject(new Error('Redis connection closed with the call in flight; it is not sent again'));
-    } else i++;
-  }
-}
-
-/** The part of ioredis' internal queue of commands set aside at a close that noResend reads. */
-interface CommandQueue {
-  length: number;
-  peekAt(i: number): { command: { args?: unknown[]; reject(error: Error): void } } | undefined;
-  remove(i: number, n: number): void;
 }
 
 function fail(batch: Pending[], error: unknown): void {

@@ -13,6 +13,8 @@ export interface PolicyState {
    * rounded up (>= 1), / 1000. A Decision rounds it up to whole ms; the deny cache uses it as it is.
    */
   retryAfterMs: number;
+  /** The window in force when the policy's varies (a calendar period's length); else absent. */
+  windowMs?: number;
 }
 
 /** One decision for a store: `keys[i]` holds the counters of `policies[i]`. */
@@ -22,6 +24,18 @@ export interface StoreRequest {
   cost: number;
   /** Read without charging (the cost is then 1). */
   peek: boolean;
+  /**
+   * Adjust instead of consume: every policy moves by `delta` without a check (a refund never past full;
+   * a concurrent policy gives `slot` back), and the reply is a peek's after it. `cost` is then unused.
+   */
+  delta?: number;
+  /** The concurrent slot this request takes (consume) or gives back (adjust): a unique id. */
+  slot?: string;
+  /**
+   * An idempotent consume: `keys` has one more entry after the policies', the id's record. An id
+   * already recorded is allowed and charges nothing; an allowed consume records it for idTtlMs.
+   */
+  idTtlMs?: number;
 }
 
 export interface StoreReply {

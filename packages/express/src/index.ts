@@ -1,5 +1,14 @@
 import type { Decision } from '@sluice/core';
-import { badOption, type HttpLimitOptions, httpLimit, type PeerSpellings, stackHeaders } from '@sluice/core/adapter';
+import {
+  type HttpLimitOptions,
+  httpLimit,
+  isFunction,
+  type OptionSpec,
+  type PeerSpellings,
+  type PolicyGiven,
+  resolve,
+  stackHeaders,
+} from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -11,11 +20,29 @@ declare global {
   }
 }
 
-/** Options of rateLimit(): every createLimiter option or `limiter`, the common adapter options, and express-rate-limit's spellings. */
-export interface ExpressRateLimitOptions extends HttpLimitOptions<Request>, Omit<PeerSpellings<Request>, 'timeWindow'> {
+type ExpressPeers = Omit<PeerSpellings<Request>, 'timeWindow'>;
+
+/** The options only the Express adapter has. */
+export interface ExpressOwnOptions {
   /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
 }
+
+const EXPRESS_OPTIONS = {
+  onLimited: { doc: 'answers a limited request instead of the default 429', check: isFunction } as OptionSpec<
+    ExpressOwnOptions['onLimited']
+  >,
+};
+const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'legacyHeaders'] as const;
+
+/**
+ * Options of rateLimit(): every createLimiter option or `limiter`, the common adapter options, and express-rate-limit's
+ * spellings. A policy is required: `policy`, `limiter`, or express-rate-limit's `limit` / `max` (with `windowMs`).
+ */
+export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
+  ExpressPeers &
+  ExpressOwnOptions &
+  (PolicyGiven<Request> | { limit: number } | { max: number });
 
 /**
  * Express middleware. On an app or router it counts everything under its mount per client; on a route
@@ -24,9 +51,8 @@ export interface ExpressRateLimitOptions extends HttpLimitOptions<Request>, Omit
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const onLimited = options?.onLimited;
-  if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
-  const limit = httpLimit<Request>(options, ['onLimited']);
+  const limit = httpLimit<Request, Response>(options, { own: Object.keys(EXPRESS_OPTIONS), peers: PEERS });
+  const { onLimited } = resolve(EXPRESS_OPTIONS, options);
 
   return function sluiceRateLimit(req, res, next) {
     // On a route, its method and full pattern; elsewhere, the mount.
@@ -39,7 +65,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
         const stacked = req.rateLimit !== undefined;
         req.rateLimit = verdict.decision;
         res.set(stacked ? stackHeaders(verdict.headers, (name) => res.getHeader(name)) : verdict.headers);
-        if (!verdict.limited) return next();
+        if (!verdict.limited) {
+          limit.track(verdict, req, res, res);
+          return next();
+        }
         if (onLimited) return onLimited(req, res, next, verdict.decision);
         limit.limitedResponse(verdict.decision, req).then((r) => {
           res.status(r.status).type(r.contentType).send(r.body);

@@ -4,28 +4,60 @@ import {
   type HttpLimit,
   type HttpLimitOptions,
   httpLimit,
+  isBoolean,
+  isFunction,
   type LimitedResponse,
   mergeHttpOptions,
+  type OptionSpec,
   type PeerSpellings,
+  type PolicyGiven,
+  resolve,
 } from '@sluice/core/adapter';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 
+type FastifyPeers = Pick<PeerSpellings<FastifyRequest>, 'max' | 'timeWindow'>;
+
 /** Options a route can override in `config: { rateLimit: { ... } }`. */
-export interface FastifyRateLimitRouteOptions
-  extends HttpLimitOptions<FastifyRequest>,
-    Pick<PeerSpellings<FastifyRequest>, 'max' | 'timeWindow'> {
+export interface FastifyRateLimitRouteOptions extends HttpLimitOptions<FastifyRequest, FastifyReply>, FastifyPeers {
   /** Answers a limited request instead of throwing the 429 error; headers and Retry-After are already set. */
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
 }
 
-/** Options of the plugin: the route options, plus where and on which routes it runs. */
-export interface FastifyRateLimitOptions extends FastifyRateLimitRouteOptions {
+/** Where and on which routes the plugin runs. */
+export interface FastifyPluginOwnOptions {
   /** The hook that decides: 'onRequest', or 'preHandler' for keys that need a parsed body or auth. Default 'onRequest'. */
   hook?: 'onRequest' | 'preHandler';
   /** Limit every route (true), or only routes with `config.rateLimit` (false). Default true. */
   global?: boolean;
 }
+
+/**
+ * Options of the plugin: the route options, plus where and on which routes it runs. A policy is required
+ * (`policy`, `limiter`, or @fastify/rate-limit's `max`), unless `global: false` leaves it to the routes.
+ */
+export type FastifyRateLimitOptions = FastifyRateLimitRouteOptions &
+  FastifyPluginOwnOptions &
+  (PolicyGiven<FastifyRequest> | { max: number } | { global: false });
+
+const ROUTE_OPTIONS = {
+  onLimited: { doc: 'answers a limited request instead of the 429 error', check: isFunction } as OptionSpec<
+    FastifyRateLimitRouteOptions['onLimited']
+  >,
+};
+const PLUGIN_OPTIONS = {
+  ...ROUTE_OPTIONS,
+  hook: {
+    doc: "'onRequest' or 'preHandler'; default 'onRequest'",
+    default: 'onRequest',
+    check: (v, n) => {
+      if (v !== 'onRequest' && v !== 'preHandler') badOption(n, "'onRequest' or 'preHandler'", v);
+      return v;
+    },
+  } as OptionSpec<'onRequest' | 'preHandler'>,
+  global: { doc: 'limit every route, or only those with config.rateLimit; default true', default: true, check: isBoolean },
+};
+const PEERS = ['max', 'timeWindow'] as const;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,11 +86,8 @@ export class RateLimitError extends Error {
   }
 }
 
-const PLUGIN_OWN = ['onLimited', 'hook', 'global'];
-const ROUTE_OWN = ['onLimited'];
-
 function makeHook(
-  limit: HttpLimit<FastifyRequest>,
+  limit: HttpLimit<FastifyRequest, FastifyReply>,
   url: string,
   onLimited: FastifyRateLimitRouteOptions['onLimited'],
 ): onRequestHookHandler {
@@ -67,7 +96,10 @@ function makeHook(
     if (verdict === undefined) return;
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
-    if (!verdict.limited) return;
+    if (!verdict.limited) {
+      limit.track(verdict, request, reply, reply.raw);
+      return;
+    }
     if (onLimited) {
       await onLimited(request, reply, verdict.decision);
       return reply;
@@ -80,12 +112,12 @@ function makeHook(
 }
 
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
-  const { hook = 'onRequest', global = true, ...app } = options;
+  const { hook, global } = resolve(PLUGIN_OPTIONS, options);
+  const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (app.store === undefined && app.limiter === undefined) app.store = memoryStore();
-  if (hook !== 'onRequest' && hook !== 'preHandler') badOption('hook', "'onRequest' or 'preHandler'", hook);
-  if (typeof global !== 'boolean') badOption('global', 'a boolean', global);
-  const appLimit = global ? httpLimit<FastifyRequest>(app, PLUGIN_OWN) : undefined;
+  const own = { own: Object.keys(ROUTE_OPTIONS), peers: PEERS };
+  const appLimit = global ? httpLimit<FastifyRequest, FastifyReply>(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
@@ -94,9 +126,9 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
     const merged = config === undefined ? app : mergeHttpOptions(app, config);
-    const limit = config === undefined ? (appLimit as HttpLimit<FastifyRequest>) : httpLimit<FastifyRequest>(merged, ROUTE_OWN);
-    const onLimited = merged.onLimited;
-    if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
+    const limit =
+      config === undefined ? (appLimit as HttpLimit<FastifyRequest, FastifyReply>) : httpLimit<FastifyRequest, FastifyReply>(merged, own);
+    const { onLimited } = resolve(ROUTE_OPTIONS, merged);
     const handler = makeHook(limit, route.url, onLimited);
     const existing = route[hook];
     route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];

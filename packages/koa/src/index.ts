@@ -1,5 +1,13 @@
 import type { Decision } from '@sluice/core';
-import { badOption, type HttpLimitOptions, httpLimit, stackHeaders } from '@sluice/core/adapter';
+import {
+  type HttpLimitOptions,
+  httpLimit,
+  isFunction,
+  type OptionSpec,
+  type PolicyGiven,
+  resolve,
+  stackHeaders,
+} from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 
 declare module 'koa' {
@@ -9,11 +17,18 @@ declare module 'koa' {
   }
 }
 
-/** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. */
-export interface KoaRateLimitOptions extends HttpLimitOptions<Context> {
+/** The options only the Koa adapter has. */
+export interface KoaOwnOptions {
   /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
   onLimited?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }
+
+const KOA_OPTIONS = {
+  onLimited: { doc: 'answers a limited request instead of the default 429', check: isFunction } as OptionSpec<KoaOwnOptions['onLimited']>,
+};
+
+/** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. A policy or a limiter is required. */
+export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & PolicyGiven<Context>;
 
 /**
  * Koa middleware, for an app or a @koa/router route (`router.post('/login', rateLimit(opts), handler)`,
@@ -22,9 +37,8 @@ export interface KoaRateLimitOptions extends HttpLimitOptions<Context> {
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
-  const onLimited = options?.onLimited;
-  if (onLimited !== undefined && typeof onLimited !== 'function') badOption('onLimited', 'a function', onLimited);
-  const limit = httpLimit<Context>(options, ['onLimited']);
+  const limit = httpLimit<Context>(options, { own: Object.keys(KOA_OPTIONS), peers: [] });
+  const { onLimited } = resolve(KOA_OPTIONS, options);
 
   return async function sluiceRateLimit(ctx, next) {
     const pattern = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
@@ -42,6 +56,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       ctx.body = response.body;
       return;
     }
+    // Koa's functions get the context alone: settle(ctx), requestWasSuccessful(ctx).
+    limit.track(verdict, ctx, undefined, ctx.res);
     try {
       await next();
     } catch (error) {

@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AdjustStep, AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/fixed-window.lua. */
 export interface FixedWindowState {
@@ -30,4 +30,19 @@ export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost
     retryAfterMs: ok ? 0 : endsUs / 1000,
     next,
   };
+};
+
+/** Mirrors fixed_window_adjust: the current window's count moves by delta, never below 0. */
+export const fixedWindowAdjust: AdjustStep<FixedWindowState> = (state, now, p, delta) => {
+  const window = p.windowMs;
+  let idx = Math.floor(now / window);
+  let count = 0;
+  if (state && state.idx >= idx) {
+    idx = state.idx;
+    count = state.count;
+  }
+  const after = Math.max(0, count + delta);
+  if (after === count) return undefined;
+  if (after === 0) return null;
+  return { state: { idx, count: after }, ttlMs: Math.ceil(Math.max(1, Math.ceil(((idx + 1) * window - now) * 1000)) / 1000) };
 };

@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AdjustStep, AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/sliding-log.lua: one score per admitted unit, ascending (the sorted set's scores). */
 export type SlidingLogState = number[];
@@ -40,4 +40,20 @@ export const slidingLog: AlgorithmStep<SlidingLogState> = (state, now, p, cost, 
     else retryAfterMs = Math.max(1, Math.ceil(((scores[live + count + cost - limit - 1] as number) + window - now) * 1000)) / 1000;
   }
   return { ok, remaining: Math.max(0, limit - count), resetMs, retryAfterMs, next };
+};
+
+/** Mirrors sliding_log_adjust: delta units at now without a check, or the newest -delta units go. */
+export const slidingLogAdjust: AdjustStep<SlidingLogState> = (state, now, p, delta) => {
+  const scores = state ?? [];
+  if (delta > 0) {
+    const newest = scores[scores.length - 1];
+    if (newest !== undefined && newest > now) now = newest;
+    const kept = scores.slice(firstAbove(scores, now - p.windowMs));
+    for (let i = 0; i < delta; i++) kept.push(now);
+    return { state: kept, ttlMs: Math.ceil(p.windowMs) };
+  }
+  if (scores.length === 0) return undefined;
+  const kept = scores.slice(0, Math.max(0, scores.length + delta));
+  // The set keeps its expiry in Redis; here it lives a window more, which no decision can tell apart.
+  return kept.length === 0 ? null : { state: kept, ttlMs: Math.ceil(p.windowMs) };
 };

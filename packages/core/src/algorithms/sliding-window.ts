@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AdjustStep, AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/sliding-window.lua. */
 export interface SlidingWindowState {
@@ -43,4 +43,25 @@ export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, 
     retryAfterMs = Math.max(1, Math.ceil((at - now) * 1000)) / 1000;
   }
   return { ok, remaining: Math.max(0, Math.floor(limit - used)), resetMs, retryAfterMs, next };
+};
+
+/** Mirrors sliding_window_adjust: the current window's count moves by delta, never below 0. */
+export const slidingWindowAdjust: AdjustStep<SlidingWindowState> = (state, now, p, delta) => {
+  const window = p.windowMs;
+  let idx = Math.floor(now / window);
+  let cur = 0;
+  let prev = 0;
+  if (state) {
+    if (state.idx >= idx) {
+      idx = state.idx;
+      cur = state.cur;
+      prev = state.prev;
+    } else if (state.idx === idx - 1) {
+      prev = state.cur;
+    }
+  }
+  const after = Math.max(0, cur + delta);
+  if (after === cur) return undefined;
+  if (after === 0 && prev === 0) return null;
+  return { state: { idx, cur: after, prev }, ttlMs: Math.ceil(idx * window + 2 * window - now) };
 };

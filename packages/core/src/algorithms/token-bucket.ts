@@ -1,4 +1,4 @@
-import type { AlgorithmStep } from './step.js';
+import type { AdjustStep, AlgorithmStep } from './algorithm.js';
 
 /**
  * Mirrors lua/token-bucket.lua: GCRA, the instant the bucket is full again (TAT) as q + r / limit µs,
@@ -40,4 +40,17 @@ export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost
     retryAfterMs,
     next,
   };
+};
+
+/** Mirrors token_bucket_adjust: the debt moves by delta without a check; a full bucket is no key. */
+export const tokenBucketAdjust: AdjustStep<TokenBucketState> = (state, now, p, delta) => {
+  const { limit, burst } = p;
+  const t = Math.floor(now * 1000 + 0.5);
+  const w = p.windowMs * 1000;
+  const debt = (state ? Math.max(0, (state.q - t) * limit + state.r) : 0) + delta * w;
+  if (debt <= 0) return state ? null : undefined;
+  const dq = Math.floor(debt / limit);
+  const r = debt - dq * limit;
+  const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
+  return { state: { q: t + dq, r }, ttlMs: Math.ceil((expiryOf(t + dq, r, quantum) - t) / 1000) };
 };

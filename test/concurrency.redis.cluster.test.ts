@@ -51,10 +51,13 @@ describe('odd keys on a Redis Cluster', () => {
 
   it('any key keeps its policies in one slot, counts apart from the others, and stays under the prefix', async () => {
     const client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
       const prefix = unique();
-      const keys = ['', 'plain', 'GET /login|::1', 'ünïcødé 🚦', 'x'.repeat(10_240), '{tag}', 'a}b{', 'cr\rlf\n', '#abc', 'a~1', '\ud800'];
+      const keys = ['plain', 'GET /login|::1', 'ünïcødé 🚦', 'x'.repeat(10_240), '{tag}', 'a}b{', 'cr\rlf\n', '#abc', 'a~1', '\ud800'];
       const limiter = createLimiter({ policy: ['1/1h', '5/1d'], store: redisStore({ client }), prefix, timeout: 5000 });
+      // The one key refused: an empty key would count every such caller in one shared bucket.
+      await expect(limiter.consume('')).rejects.toMatchObject({ code: 'ERR_SLUICE_KEY' });
       const first = await Promise.all(keys.map((k) => limiter.consume(k)));
       expect(first.map((d) => [d.allowed, d.source])).toEqual(keys.map(() => [true, 'store']));
       const second = await Promise.all(keys.map((k) => limiter.consume(k)));

@@ -1,12 +1,13 @@
 // Issue 3's contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
-// against one real Redis (redisStore on ioredis) and real HTTP servers on 127.0.0.1.
-import type { AddressInfo } from 'node:net';
+// against one real Redis (redisStore on ioredis), each app driven in process through supertest.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLimiter, redisStore, type Store } from '@sluice/core';
 import * as sluiceExpress from '@sluice/express';
 import * as sluiceFastify from '@sluice/fastify';
 import * as sluiceKoa from '@sluice/koa';
 import express from 'express';
 import Redis from 'ioredis';
+import request, { type Response } from 'supertest';
 import {
   type FrameworkName,
   type Harness,
@@ -28,6 +29,7 @@ const open: Running[] = [];
 beforeAll(async () => {
   server = await startRedis();
   client = new Redis(server.url);
+  await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
   store = redisStore({ client });
 });
 
@@ -61,38 +63,37 @@ const fresh = () => ({
   },
 });
 
-interface Hit {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: unknown;
-  contentType: string;
-}
-
+/** One request through the app's supertest; the answer's `body` is parsed when it is JSON (problem+json included). */
 async function hit(
   running: Running,
   path: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Hit> {
-  const res = await fetch(running.url + path, { method: init.method ?? 'GET', headers: init.headers, body: init.body });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json, contentType: res.headers.get('content-type') ?? '' };
+  init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: object } = {},
+): Promise<Response> {
+  const test = init.method === 'POST' ? running.request.post(path) : running.request.get(path);
+  if (init.headers) test.set(init.headers);
+  if (init.body) test.send(init.body);
+  return await test;
 }
 
-const remainingOf = (h: Hit) => (h.json as { remaining?: unknown } | undefined)?.remaining;
+/** The policies of the decisions published on `sluice:decision` for `prefix`, in order, until stop(). */
+function decisionsUnder(prefix: string): { policies: string[]; stop(): void } {
+  const policies: string[] = [];
+  const onDecision = (message: unknown) => {
+    const m = message as { prefix: string; decision: { policy: string } };
+    if (m.prefix === prefix) policies.push(m.decision.policy);
+  };
+  subscribe('sluice:decision', onDecision);
+  return { policies, stop: () => unsubscribe('sluice:decision', onDecision) };
+}
+
+const remainingOf = (h: Response) => (h.body as { remaining?: unknown } | undefined)?.remaining;
 
 const DRAFT = ['ratelimit', 'ratelimit-policy'];
 const LEGACY = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
-const present = (h: Hit, names: string[]) => names.filter((n) => h.headers.get(n) !== null);
+const present = (h: Response, names: string[]) => names.filter((n) => h.get(n) !== undefined);
 
-function retryAfter(h: Hit): number {
-  const raw = h.headers.get('retry-after');
+function retryAfter(h: Response): number {
+  const raw = h.get('retry-after');
   expect(raw).toMatch(/^\d+$/);
   return Number(raw);
 }
@@ -150,14 +151,14 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         const res = await hit(app, '/r');
         expect(res.status).toBe(200);
         expect(remainingOf(res)).toBe(expected);
-        expect(parseRateLimitPolicy(res.headers.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
-        const limits = parseRateLimit(res.headers.get('ratelimit'));
+        expect(parseRateLimitPolicy(res.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
+        const limits = parseRateLimit(res.get('ratelimit'));
         expect(limits).toHaveLength(1);
         expect(limits[0]!.name).toBe('3-per-60s');
         expect(limits[0]!.r).toBe(expected);
         expect(limits[0]!.t).toBeGreaterThanOrEqual(0);
         expect(limits[0]!.t).toBeLessThanOrEqual(60);
-        expect(res.headers.get('retry-after')).toBeNull();
+        expect(res.get('retry-after')).toBeUndefined();
         expect(present(res, LEGACY)).toEqual([]);
       }
       const denied = await hit(app, '/r');
@@ -165,10 +166,10 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       const wait = retryAfter(denied);
       expect(wait).toBeGreaterThanOrEqual(1);
       expect(wait).toBeLessThanOrEqual(60);
-      expect(parseRateLimitPolicy(denied.headers.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
-      expect(parseRateLimit(denied.headers.get('ratelimit'))).toEqual([{ name: '3-per-60s', r: 0, t: wait }]);
-      expect(denied.contentType).toMatch(/^application\/problem\+json\b/);
-      const problem = denied.json as Record<string, unknown>;
+      expect(parseRateLimitPolicy(denied.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
+      expect(parseRateLimit(denied.get('ratelimit'))).toEqual([{ name: '3-per-60s', r: 0, t: wait }]);
+      expect(denied.type).toBe('application/problem+json');
+      const problem = denied.body as Record<string, unknown>;
       expect(problem).toEqual(
         expect.objectContaining({ title: expect.any(String), status: 429, detail: expect.any(String), 'violated-policies': ['3-per-60s'] }),
       );
@@ -183,19 +184,19 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       const app = await start({ app: { ...fresh(), policy: ['2/1m', '10/1h'] }, routes: [GET('/r')] });
       const first = await hit(app, '/r');
       expect(first.status).toBe(200);
-      expect(parseRateLimitPolicy(first.headers.get('ratelimit-policy'))).toEqual([
+      expect(parseRateLimitPolicy(first.get('ratelimit-policy'))).toEqual([
         { name: '2-per-60s', q: 2, w: 60 },
         { name: '10-per-3600s', q: 10, w: 3600 },
       ]);
-      expect(parseRateLimit(first.headers.get('ratelimit')).map(({ name, r }) => [name, r])).toEqual([
+      expect(parseRateLimit(first.get('ratelimit')).map(({ name, r }) => [name, r])).toEqual([
         ['2-per-60s', 1],
         ['10-per-3600s', 9],
       ]);
       expect((await hit(app, '/r')).status).toBe(200);
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(429);
-      expect((denied.json as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
-      const limits = parseRateLimit(denied.headers.get('ratelimit'));
+      expect((denied.body as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
+      const limits = parseRateLimit(denied.get('ratelimit'));
       expect(limits.map(({ name, r }) => [name, r])).toEqual([
         ['2-per-60s', 0],
         ['10-per-3600s', 8], // a denial charges none
@@ -215,16 +216,16 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         const res = await hit(app, '/r');
         expect(res.status).toBe(200);
         expect(present(res, all).sort()).toEqual([...expected].sort());
-        expect(res.headers.get('retry-after')).toBeNull();
+        expect(res.get('retry-after')).toBeUndefined();
         if (expected.includes('x-ratelimit-limit')) {
-          expect(res.headers.get('x-ratelimit-limit')).toBe('3');
-          expect(res.headers.get('x-ratelimit-remaining')).toBe(String(left));
-          const reset = res.headers.get('x-ratelimit-reset')!;
+          expect(res.get('x-ratelimit-limit')).toBe('3');
+          expect(res.get('x-ratelimit-remaining')).toBe(String(left));
+          const reset = res.get('x-ratelimit-reset')!;
           expect(reset).toMatch(/^\d+$/); // epoch seconds, not ms and not a delta
           expect(Number(reset)).toBeGreaterThanOrEqual(before);
           expect(Number(reset)).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 61);
         }
-        if (expected.includes('ratelimit')) expect(parseRateLimit(res.headers.get('ratelimit'))[0]!.r).toBe(left);
+        if (expected.includes('ratelimit')) expect(parseRateLimit(res.get('ratelimit'))[0]!.r).toBe(left);
       }
       const now = Date.now() / 1000;
       const denied = await hit(app, '/r');
@@ -234,10 +235,10 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect(wait).toBeGreaterThanOrEqual(1);
       expect(wait).toBeLessThanOrEqual(60);
       if (expected.includes('x-ratelimit-reset')) {
-        expect(denied.headers.get('x-ratelimit-remaining')).toBe('0');
-        expect(Math.abs(Number(denied.headers.get('x-ratelimit-reset')) - (now + wait))).toBeLessThanOrEqual(2);
+        expect(denied.get('x-ratelimit-remaining')).toBe('0');
+        expect(Math.abs(Number(denied.get('x-ratelimit-reset')) - (now + wait))).toBeLessThanOrEqual(2);
       }
-      if (expected.includes('ratelimit')) expect(parseRateLimit(denied.headers.get('ratelimit'))[0]!.t).toBe(wait);
+      if (expected.includes('ratelimit')) expect(parseRateLimit(denied.get('ratelimit'))[0]!.t).toBe(wait);
     });
   });
 
@@ -253,23 +254,47 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect((await hit(app, '/strict')).status).toBe(200);
       const denied = await hit(app, '/strict');
       expect(denied.status).toBe(429);
-      expect((denied.json as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
+      expect((denied.body as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
       const other = await hit(app, '/open');
       expect(other.status).toBe(200);
-      expect(parseRateLimitPolicy(other.headers.get('ratelimit-policy'))).toEqual([{ name: '100-per-60s', q: 100, w: 60 }]);
+      expect(parseRateLimitPolicy(other.get('ratelimit-policy'))).toEqual([{ name: '100-per-60s', q: 100, w: 60 }]);
     });
 
-    it('stacked app-level and route-level limits (Express, Koa) both show in the RateLimit lists', async () => {
-      if (h.name === 'fastify') return; // one hook per route: a route's options override the plugin's
-      const shared = fresh();
-      const app = await start({ app: { ...shared, policy: '100/1m' }, routes: [GET('/strict', { ...shared, policy: '2/1m' })] });
-      const res = await hit(app, '/strict');
-      expect(parseRateLimitPolicy(res.headers.get('ratelimit-policy')).map((p) => p.name)).toEqual(['100-per-60s', '2-per-60s']);
-      expect(parseRateLimit(res.headers.get('ratelimit')).map((p) => [p.name, p.r])).toEqual([
-        ['100-per-60s', 99],
-        ['2-per-60s', 1],
-      ]);
-    });
+    if (h.name === 'fastify') {
+      it("one hook per route: a route's options override the plugin's, so one decision and one policy per request", async () => {
+        const shared = fresh();
+        const seen = decisionsUnder(shared.prefix);
+        try {
+          // headers 'both' is set on the plugin only: the route's options merge over the plugin's, not replace them.
+          const app = await start({ app: { ...shared, policy: '100/1m', headers: 'both' }, routes: [GET('/strict', { policy: '2/1m' })] });
+          for (const left of [1, 0]) {
+            const res = await hit(app, '/strict');
+            expect(res.status).toBe(200);
+            expect(parseRateLimitPolicy(res.get('ratelimit-policy'))).toEqual([{ name: '2-per-60s', q: 2, w: 60 }]);
+            expect(parseRateLimit(res.get('ratelimit')).map((p) => [p.name, p.r])).toEqual([['2-per-60s', left]]);
+            expect(res.get('x-ratelimit-limit')).toBe('2');
+          }
+          const denied = await hit(app, '/strict');
+          expect(denied.status).toBe(429);
+          expect((denied.body as Record<string, unknown>)['violated-policies']).toEqual(['2-per-60s']);
+          // The plugin's 100/1m never decided: three requests, three decisions, all by the route's policy.
+          expect(seen.policies).toEqual(['2-per-60s', '2-per-60s', '2-per-60s']);
+        } finally {
+          seen.stop();
+        }
+      });
+    } else {
+      it('stacked app-level and route-level limits both show in the RateLimit lists', async () => {
+        const shared = fresh();
+        const app = await start({ app: { ...shared, policy: '100/1m' }, routes: [GET('/strict', { ...shared, policy: '2/1m' })] });
+        const res = await hit(app, '/strict');
+        expect(parseRateLimitPolicy(res.get('ratelimit-policy')).map((p) => p.name)).toEqual(['100-per-60s', '2-per-60s']);
+        expect(parseRateLimit(res.get('ratelimit')).map((p) => [p.name, p.r])).toEqual([
+          ['100-per-60s', 99],
+          ['2-per-60s', 1],
+        ]);
+      });
+    }
 
     it('two routes with the same policy count apart', async () => {
       const opts = { ...fresh(), policy: '1/1m' };
@@ -309,7 +334,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       for (let i = 0; i < 3; i++) {
         const res = await hit(app, '/r');
         expect(res.status).toBe(200);
-        expect(res.headers.get('retry-after')).toBeNull();
+        expect(res.get('retry-after')).toBeUndefined();
       }
     });
 
@@ -349,8 +374,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
           app: { ...fresh(), policy: '1/1m', hook: 'preHandler', key },
           routes: [{ method: 'POST', path: '/login' }],
         });
-        const as = (user: string) =>
-          hit(app, '/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user }) });
+        const as = (user: string) => hit(app, '/login', { method: 'POST', body: { user } });
         expect((await as('ann')).status).toBe(200);
         expect((await as('bob')).status).toBe(200);
         expect((await as('ann')).status).toBe(429);
@@ -365,7 +389,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         }
         const denied = await hit(app, '/lenient');
         expect(denied.status).toBe(429);
-        expect(parseRateLimitPolicy(denied.headers.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
+        expect(parseRateLimitPolicy(denied.get('ratelimit-policy'))).toEqual([{ name: '3-per-60s', q: 3, w: 60 }]);
       });
     }
   });
@@ -472,9 +496,9 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       expect((await hit(app, '/r')).status).toBe(200);
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(429);
-      expect(denied.json).toEqual({ custom: true, policy: '1-per-60s' });
+      expect(denied.body).toEqual({ custom: true, policy: '1-per-60s' });
       expect(retryAfter(denied)).toBeGreaterThanOrEqual(1);
-      expect(parseRateLimit(denied.headers.get('ratelimit'))).toEqual([{ name: '1-per-60s', r: 0, t: retryAfter(denied) }]);
+      expect(parseRateLimit(denied.get('ratelimit'))).toEqual([{ name: '1-per-60s', r: 0, t: retryAfter(denied) }]);
     });
 
     it('message string: text/plain body', async () => {
@@ -482,7 +506,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       await hit(app, '/r');
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(429);
-      expect(denied.contentType).toMatch(/^text\/plain\b/);
+      expect(denied.type).toBe('text/plain');
       expect(denied.text).toBe('Slow down');
       retryAfter(denied);
     });
@@ -492,8 +516,8 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       await hit(app, '/r');
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(429);
-      expect(denied.contentType).toMatch(/^application\/json\b/);
-      expect(denied.json).toEqual({ error: 'slow', n: 1 });
+      expect(denied.type).toBe('application/json');
+      expect(denied.body).toEqual({ error: 'slow', n: 1 });
       retryAfter(denied);
     });
 
@@ -503,7 +527,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       await hit(app, '/r');
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(429);
-      expect(denied.json).toEqual({ policy: '1-per-60s', allowed: false });
+      expect(denied.body).toEqual({ policy: '1-per-60s', allowed: false });
     });
 
     it('statusCode changes the status of the limited answer and of its problem body', async () => {
@@ -511,7 +535,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
       await hit(app, '/r');
       const denied = await hit(app, '/r');
       expect(denied.status).toBe(503);
-      expect((denied.json as { status?: number }).status).toBe(503);
+      expect((denied.body as { status?: number }).status).toBe(503);
       retryAfter(denied);
     });
 
@@ -534,10 +558,10 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         expect(seen[0]!.code).toBe('FST_SLUICE_RATE_LIMITED');
         expect(seen[0]!.decision).toEqual(expect.objectContaining({ allowed: false, policy: '1-per-60s' }));
         expect(denied.status).toBe(429);
-        expect(denied.json).toEqual({ handled: true });
+        expect(denied.body).toEqual({ handled: true });
         const wait = retryAfter(denied);
-        expect(parseRateLimitPolicy(denied.headers.get('ratelimit-policy'))).toEqual([{ name: '1-per-60s', q: 1, w: 60 }]);
-        expect(parseRateLimit(denied.headers.get('ratelimit'))).toEqual([{ name: '1-per-60s', r: 0, t: wait }]);
+        expect(parseRateLimitPolicy(denied.get('ratelimit-policy'))).toEqual([{ name: '1-per-60s', q: 1, w: 60 }]);
+        expect(parseRateLimit(denied.get('ratelimit'))).toEqual([{ name: '1-per-60s', r: 0, t: wait }]);
       });
     }
 
@@ -546,9 +570,9 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
         const app = await start({ app: { ...fresh(), policy: '5/1m' }, routes: [{ method: 'GET', path: '/boom', throws: 500 }] });
         const res = await hit(app, '/boom');
         expect(res.status).toBe(500);
-        expect(parseRateLimitPolicy(res.headers.get('ratelimit-policy'))).toEqual([{ name: '5-per-60s', q: 5, w: 60 }]);
-        expect(parseRateLimit(res.headers.get('ratelimit'))[0]!.r).toBe(4);
-        expect(res.headers.get('retry-after')).toBeNull();
+        expect(parseRateLimitPolicy(res.get('ratelimit-policy'))).toEqual([{ name: '5-per-60s', q: 5, w: 60 }]);
+        expect(parseRateLimit(res.get('ratelimit'))[0]!.r).toBe(4);
+        expect(res.get('retry-after')).toBeUndefined();
       });
     }
   });
@@ -560,7 +584,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
     expect((await hit(app, '/r')).status).toBe(200);
     const second = await hit(app, '/r');
     expect(second.status).toBe(200);
-    expect(parseRateLimitPolicy(second.headers.get('ratelimit-policy'))).toEqual([{ name: expect.any(String), q: 2, w: 60 }]);
+    expect(parseRateLimitPolicy(second.get('ratelimit-policy'))).toEqual([{ name: expect.any(String), q: 2, w: 60 }]);
     expect((await hit(app, '/r')).status).toBe(429);
   };
   if (h.name === 'express') {
@@ -650,16 +674,9 @@ describe('Express routers', () => {
     const app = express();
     app.use('/one', router);
     app.use('/two', router);
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      const statuses = [];
-      for (const path of ['/one/x', '/two/x', '/one/x', '/two/x']) statuses.push((await fetch(url + path)).status);
-      expect(statuses).toEqual([200, 200, 429, 429]);
-    } finally {
-      await new Promise((r) => server.close(r));
-    }
+    const statuses = [];
+    for (const path of ['/one/x', '/two/x', '/one/x', '/two/x']) statuses.push((await request(app).get(path)).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
   });
 });
 

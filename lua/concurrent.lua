@@ -1,0 +1,41 @@
+-- concurrent: at most `limit` requests in flight. A sorted set of leases: member = the slot (SLOT, a
+-- random id the caller sends), score = when the lease ends on the server clock. A slot not given back
+-- (a crashed process) stops counting when its lease ends, so no slot leaks for want of a release.
+-- code: cc
+-- Contract: concurrent(key, now, limit, window, burst, cost, apply)
+--   key    KEYS entry of a sorted set; window is the lease in ms; burst and cost are unused (a request
+--          holds one slot whatever it costs); apply: take slot SLOT if one is free
+-- Reply: ok, remaining (free slots), resetMs (0: a slot frees when a request ends, which no clock
+--   predicts), retryAfterUs (0 when ok, else 1: any moment; also too short for the deny cache to hold)
+local function concurrent(key, now, limit, window, burst, cost, apply)
+  -- The oldest lease first: a missing key (the usual case between a release and the next take) costs
+  -- one call, and lapsed leases are counted out and purged only when there are some.
+  local held, lapsed = 0, false
+  local oldest = call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+  if oldest then
+    lapsed = tonumber(oldest) <= now
+    if lapsed then
+      held = call('ZCOUNT', key, string.format('(%.17g', now), '+inf')
+    else
+      held = call('ZCARD', key)
+    end
+  end
+  local ok = held + 1 <= limit
+  if ok and apply then
+    if lapsed then call('ZREMRANGEBYSCORE', key, '-inf', now) end
+    call('ZADD', key, now + window, SLOT)
+    held = held + 1
+    -- Every lease is as long, so the newest ends last: the key lives as long as it.
+    call('PEXPIRE', key, math.ceil(window) + SLACK)
+  end
+  local retry = 0
+  if not ok then retry = 1 end
+  return ok, math.max(0, limit - held), 0, retry
+end
+
+-- Gives slot SLOT back (idempotent: a slot already given back or expired is no longer there).
+-- delta is unused: a release is the only adjustment of a concurrent policy (decide.lua answers it
+-- with zeros, no peek: no one reads a release's reply).
+local function concurrent_adjust(key, now, limit, window, burst, delta)
+  if SLOT ~= '' then call('ZREM', key, SLOT) end
+end

@@ -1,0 +1,128 @@
+// The command line, parsed and checked in one place: a bad argument becomes a UsageError (exit 2) whose
+// message is one line and never echoes the Redis URL (it may hold a password).
+import { isIP } from 'node:net';
+import { parseArgs } from 'node:util';
+import { ipKey, type PolicyInput } from '@sluice/core';
+import { scopedKey } from '@sluice/core/adapter';
+
+/** A bad argument: the CLI prints its message on one line and exits 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** What to do, resolved. */
+export type Command =
+  | { command: 'help' }
+  | {
+      command: 'inspect' | 'reset';
+      /** The caller's key the limiter counts: KEY, or scopedKey(scope, KEY) with --scope. */
+      key: string;
+      /** KEY as given (grouped with --ip), and --scope: for messages. */
+      client: string;
+      scope: string | undefined;
+      redisUrl: string;
+      prefix: string;
+      policies: PolicyInput[];
+      /** The limiter's `shards`, when it splits keys. */
+      shards: number | undefined;
+      /** --redis names a node of a Redis Cluster. */
+      cluster: boolean;
+    };
+
+export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--policy POLICY ...] [options]
+
+  inspect KEY   print the Decision of a peek at KEY (charges nothing), as JSON
+  reset KEY     forget KEY's counters in Redis
+
+Options:
+  --redis URL       redis:// or rediss:// URL of the store (default: $REDIS_URL)
+  --cluster         the URL is one node of a Redis Cluster (ioredis finds the others)
+  --prefix NAME     the limiter's prefix (default 'sluice')
+  --policy POLICY   the limiter's policy, repeated for several, exactly as the app gives them:
+                    '100/1m', or JSON such as '{"limit":5,"window":"15m","algorithm":"sliding-window"}'
+  --scope SCOPE     an adapter's counter: the route ('POST /login'; Fastify 'METHOD url'), a \`scope\`
+                    option's name, '* ' + mount path for app-level Express ('* ' at the root),
+                    '*' for app-level Koa
+  --shards N        the limiter's shards, when it splits hot keys (default 1)
+  --ip              KEY is a client IP: group it as the adapters' default key does (IPv6 by /56)
+  --help            this text
+
+Exit status: 0 done, 1 the store failed, 2 a bad argument.`;
+
+function policyOf(text: string): PolicyInput {
+  if (!text.trimStart().startsWith('{')) return text as PolicyInput;
+  try {
+    return JSON.parse(text) as PolicyInput;
+  } catch (error) {
+    throw new UsageError(`--policy is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Parses argv (without node and the script) and the environment. Throws UsageError. */
+export function parseCommand(argv: readonly string[], env: Record<string, string | undefined>): Command {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0] as string);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { command: 'help' };
+  const [command, key, ...extra] = positionals;
+  if (command !== 'inspect' && command !== 'reset') {
+    throw new UsageError(
+      command === undefined ? 'a command is required: inspect or reset' : `unknown command ${JSON.stringify(command)}: inspect or reset`,
+    );
+  }
+  if (key === undefined || key === '') throw new UsageError(`${command} needs a KEY`);
+  if (extra.length > 0) throw new UsageError(`one KEY only, got ${positionals.length - 1} (quote a key with spaces)`);
+  const redisUrl = values.redis ?? env.REDIS_URL;
+  if (redisUrl === undefined || redisUrl === '') throw new UsageError('--redis URL (or REDIS_URL) is required');
+  let protocol: string;
+  try {
+    protocol = new URL(redisUrl).protocol;
+  } catch {
+    throw new UsageError('--redis must be a URL such as redis://127.0.0.1:6379');
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new UsageError(`--redis must be a redis:// or rediss:// URL, got a ${protocol} URL`);
+  const policies = (values.policy ?? []).map(policyOf);
+  if (policies.length === 0) throw new UsageError("--policy is required: the limiter's policy, such as --policy 100/1m");
+  const scope = values.scope;
+  if (scope === '') throw new UsageError('--scope must be a non-empty string');
+  let client = key;
+  if (values.ip) {
+    if (isIP(key.replace(/%.*$/, '')) === 0)
+      throw new UsageError(`--ip needs KEY to be an IPv4 or IPv6 address, got ${JSON.stringify(key)}`);
+    client = ipKey(key);
+  }
+  return {
+    command,
+    key: scope === undefined ? client : scopedKey(scope, client),
+    client,
+    scope,
+    redisUrl,
+    prefix: values.prefix ?? 'sluice',
+    policies,
+    shards: values.shards === undefined ? undefined : Number(values.shards),
+    cluster: values.cluster === true,
+  };
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      redis: { type: 'string' },
+      prefix: { type: 'string' },
+      policy: { type: 'string', multiple: true },
+      scope: { type: 'string' },
+      shards: { type: 'string' },
+      cluster: { type: 'boolean' },
+      ip: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}

@@ -1,0 +1,68 @@
+// limiter.adjust(): a charge moved by delta on the rate policies, atomically, without a check (a
+// refund never past full); the fail mode's way when the store cannot answer.
+import { type Decision, failOpenDecision, toDecision } from './decision.js';
+import { badOption } from './errors.js';
+import { fallbackTag, keyTag, storeKey } from './keys.js';
+import type { LimiterEvent, ResolvedLimiterOptions } from './limiter-options.js';
+import { isConcurrent, type Policy, type PolicyInput } from './policy.js';
+import type { PolicySet } from './policy-set.js';
+import type { Store, StoreRequest } from './store.js';
+import type { StoreCall } from './store-call.js';
+
+/** The caller has checked the key. */
+export type Adjust = (key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }) => Promise<Decision>;
+
+export function createAdjust(o: {
+  options: ResolvedLimiterOptions;
+  local: Store | undefined;
+  storeCall: StoreCall;
+  emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
+  /** The policy set of a call's `policy`, or the limiter's. */
+  setOf: (policy: unknown) => PolicySet;
+  /** Forgets the deny cache's denials of a key's tag. */
+  forgetDenials: (tag: string) => void;
+}): Adjust {
+  const { options, local, storeCall, emit, setOf, forgetDenials } = o;
+  const { prefix, clock } = options;
+  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+
+  /** When the store cannot answer: 'closed' adjusts the local fallback, 'open' knows no count. */
+  async function withoutStore(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
+    if (options.failMode === 'open' || local === undefined) return failOpenDecision(ps);
+    const fps = set.fallback.filter((p) => !isConcurrent(p));
+    if (fps.length === 0) return failOpenDecision(ps);
+    const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
+    return toDecision(fps, reply, 'fallback');
+  }
+
+  return async (key, delta, given) => {
+    if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
+    if (options.shards > 1) badOption('shards', '1 for adjust (a charge went to one shard at random)', options.shards);
+    const set = setOf(given?.policy);
+    const ps = set.policies.filter((p) => !isConcurrent(p));
+    if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
+    if (!Number.isInteger(delta) && ps.some((p) => p.algorithm === 'sliding-log')) {
+      badOption('delta', "a whole number with a 'sliding-log' policy", delta);
+    }
+    const tag = keyTag(key);
+    // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
+    if (delta < 0) forgetDenials(tag);
+    const now = clock();
+    if (!storeCall.allow(now)) return withoutStore(tag, ps, set, delta);
+    const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
+    return new Promise<Decision>((resolve, reject) =>
+      storeCall.decide(request, now, (error, reply, latencyMs) => {
+        if (reply === undefined) {
+          emit({ type: 'store-error', key, error, latencyMs });
+          withoutStore(tag, ps, set, delta).then(resolve, reject);
+          return;
+        }
+        try {
+          resolve(toDecision(ps, reply, 'store'));
+        } catch (e) {
+          reject(e);
+        }
+      }),
+    );
+  };
+}

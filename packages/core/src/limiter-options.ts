@@ -1,0 +1,186 @@
+// createLimiter's options: the table (name, default, check, doc) and their resolution.
+import { performance } from 'node:perf_hooks';
+import type { Decision } from './decision.js';
+import { type Duration, parseDuration } from './duration.js';
+import { badOption } from './errors.js';
+import { memoryStore } from './memory-store.js';
+import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, type Resolved, resolve } from './options.js';
+import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import type { Store } from './store.js';
+
+/** What the limiter does when its store fails or times out. */
+export type FailMode = 'open' | 'closed';
+
+/** Something worth a log line or a metric. */
+export interface LimiterEvent {
+  /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
+  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied' | 'settle-error';
+  /** The limiter's key namespace (its `prefix`); for a breaker event, the first of `prefixes`. */
+  prefix: string;
+  /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
+  prefixes?: string[];
+  /** The caller's key, when the event is about one request. */
+  key?: string;
+  error?: Error;
+  /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
+  latencyMs?: number;
+  decision?: Decision;
+}
+
+/** Options of createLimiter(). */
+export interface LimiterOptions {
+  /**
+   * One policy, or several: a request passes only if all pass, atomically; a denial charges none.
+   * Required, unless every consume gives its own `policy` (plans chosen per request).
+   */
+  policy?: PolicyInput | PolicyInput[];
+  /** Where counters live. Default memoryStore(): embedded, one process. */
+  store?: Store;
+  /** Key namespace: non-empty, printable, no braces or spaces. Default 'sluice'. */
+  prefix?: string;
+  /** When the store fails or times out: 'open' allows, 'closed' asks the local fallback. Default 'closed'. */
+  failMode?: FailMode;
+  /** The local per-process limit used while the store is down (failMode 'closed'). Default: the call's policies. */
+  fallback?: PolicyInput | PolicyInput[];
+  /** ms budget for one store call. Default 50. */
+  timeout?: number;
+  /** Split each key over N sub-keys (hot keys), each with its share of every limit. Default 1. */
+  shards?: number;
+  /** Answer store denials locally until they expire. Bounded by maxKeys (default 10000). Default true. */
+  denyCache?: boolean | { maxKeys: number };
+  /** A local first tier, checked before the store, that sheds floods. Default none. */
+  prefilter?: PolicyInput;
+  /** Decide and report, never deny (dry run). Default false. */
+  shadow?: boolean;
+  /** Circuit breaker in front of the store, shared by the limiters on one store with the same settings; false to disable. Default { failures: 5, cooldown: 500 }. */
+  breaker?: false | { failures?: number; cooldown?: Duration };
+  /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. Default none. */
+  onEvent?: (event: LimiterEvent) => void;
+  /**
+   * Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback); an epoch clock when
+   * calendar quotas are in play. Default performance.now, and Date.now for the prefilter's and fallback's counts.
+   */
+  clock?: () => number;
+}
+
+const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) or spaces
+const DENY_CACHE_KEYS = 10_000;
+const BREAKER = { failures: 5, cooldown: 500 };
+
+/** createLimiter's options, each once: its default, its check, its doc line. */
+export const LIMITER_OPTIONS = {
+  policy: {
+    doc: 'one policy or several, all of which must pass; required unless each consume gives its own',
+    check: (v, n) => parsePolicies(v, n),
+  } as OptionSpec<Policy[] | undefined>,
+  store: {
+    doc: 'where counters live; default memoryStore()',
+    check: (v, n) => {
+      if (v === null || typeof v !== 'object' || typeof (v as Store).decide !== 'function') {
+        badOption(n, 'a Store, such as memoryStore() or redisStore({ client })', v);
+      }
+      return v as Store;
+    },
+  } as OptionSpec<Store | undefined>,
+  prefix: {
+    doc: "key namespace; default 'sluice'",
+    default: 'sluice',
+    check: (v, n) => {
+      if (typeof v !== 'string' || !PREFIX.test(v)) badOption(n, 'a string of 1 to 64 printable characters without braces or spaces', v);
+      return v;
+    },
+  },
+  failMode: {
+    doc: "'open' or 'closed' when the store fails; default 'closed'",
+    default: 'closed',
+    check: (v, n) => {
+      if (v !== 'open' && v !== 'closed') badOption(n, "'open' or 'closed'", v);
+      return v;
+    },
+  } as OptionSpec<FailMode>,
+  fallback: {
+    doc: "the local limit while the store is down; default the call's policies",
+    check: (v, n) => parsePolicies(v, n),
+  } as OptionSpec<Policy[] | undefined>,
+  timeout: {
+    doc: 'ms budget for one store call; default 50',
+    default: 50,
+    check: (v, n) => {
+      if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) badOption(n, 'a positive number of ms', v);
+      return v;
+    },
+  },
+  shards: { doc: 'sub-keys per key (hot keys); default 1', default: 1, check: (v, n) => shardCount(v, n) },
+  denyCache: {
+    doc: 'most keys whose store denials are answered locally, 0 for none; default 10000',
+    default: DENY_CACHE_KEYS,
+    check: (v, n) => {
+      if (v === true) return DENY_CACHE_KEYS;
+      if (v === false) return 0;
+      const maxKeys = (v as { maxKeys?: unknown } | null)?.maxKeys;
+      if (!Number.isSafeInteger(maxKeys) || (maxKeys as number) < 1) badOption(n, 'true, false or { maxKeys: positive integer }', v);
+      return maxKeys as number;
+    },
+  },
+  prefilter: { doc: 'a local first tier; default none', check: (v, n) => parsePolicy(v, n) } as OptionSpec<Policy | undefined>,
+  shadow: { doc: 'decide and report, never deny; default false', default: false, check: isBoolean },
+  breaker: {
+    doc: 'failures in a row that open the breaker and its cooldown, or false; default { failures: 5, cooldown: 500 }',
+    default: BREAKER,
+    check: (v, n) => {
+      if (v === false) return { failures: 0, cooldown: 0 };
+      if (v === null || typeof v !== 'object') badOption(n, 'false or { failures, cooldown }', v);
+      checkNames(v, ['failures', 'cooldown'], 'a breaker option', `${n}.`);
+      const b = v as { failures?: unknown; cooldown?: unknown };
+      return {
+        failures: b.failures === undefined ? BREAKER.failures : isPositiveInteger(b.failures, `${n}.failures`),
+        cooldown: b.cooldown === undefined ? BREAKER.cooldown : parseDuration(b.cooldown, `${n}.cooldown`),
+      };
+    },
+  },
+  onEvent: { doc: 'hears store errors, breaker changes, fallbacks and denials', check: isFunction } as OptionSpec<
+    ((event: LimiterEvent) => void) | undefined
+  >,
+  clock: {
+    doc: 'test hook: the local tiers’ ms clock; default performance.now (Date.now for local counts)',
+    check: isFunction,
+  } as OptionSpec<(() => number) | undefined>,
+} satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
+
+/** The names of createLimiter's options. */
+export const LIMITER_OPTION_NAMES: readonly string[] = Object.keys(LIMITER_OPTIONS);
+
+function shardCount(v: unknown, n: string): number {
+  if (!Number.isSafeInteger(v) || (v as number) < 1) badOption(n, 'a positive integer', v);
+  return v as number;
+}
+
+/** A limiter's options, checked and with defaults applied. */
+export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPTIONS>, 'store' | 'clock'> {
+  /** The store to use; `ownStore` when the limiter made it (and closes it). */
+  store: Store;
+  ownStore: boolean;
+  clock: () => number;
+  /** The caller gave its own clock (tests): the breaker is then the limiter's own. */
+  testClock: boolean;
+}
+
+/** The limiter options, validated, defaults applied. Throws naming the option and what is allowed. */
+export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterOptions {
+  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
+  checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
+  const o = resolve(LIMITER_OPTIONS, options);
+  if (o.prefilter && isConcurrent(o.prefilter)) badOption('prefilter', 'a rate policy, not { concurrent }', 'a concurrent policy');
+  if (o.policy !== undefined) {
+    const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
+    if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
+  }
+  // Concurrent policies with shards or a prefilter are refused where every policy set is made (policy-set.ts).
+  return {
+    ...o,
+    store: o.store ?? memoryStore(),
+    ownStore: o.store === undefined,
+    clock: o.clock ?? (() => performance.now()),
+    testClock: o.clock !== undefined,
+  };
+}

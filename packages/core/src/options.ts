@@ -1,0 +1,81 @@
+// Options tables: each layer (the limiter, the adapter kit, each adapter's extras) lists its options
+// once, with a default, a check and a doc line. The known names, the defaults and the error messages
+// all come from the table.
+import { badOption } from './errors.js';
+
+/** One option: how it is checked, and what it means. `check` gets the value given, never undefined. */
+export interface OptionSpec<T> {
+  /** One line: what the option does and its default. */
+  doc: string;
+  /** The value to use when the option is absent (undefined). */
+  default?: T;
+  /** Validates a given value and returns it resolved; throws naming the option (badOption). */
+  check: (value: unknown, name: string) => T;
+}
+
+export type OptionTable = Record<string, OptionSpec<unknown>>;
+
+/** The resolved options of a table: each check's result, or the default. */
+export type Resolved<T extends OptionTable> = { [K in keyof T]: T[K] extends OptionSpec<infer V> ? V : never };
+
+/** Throws for a name that is not an option, with a suggestion when one is close ("did you mean"). */
+export function checkNames(given: object, known: readonly string[], what: string, option = ''): void {
+  for (const name of Object.keys(given)) {
+    if ((given as Record<string, unknown>)[name] === undefined || known.includes(name)) continue;
+    const close = nearest(name, known);
+    const hint = close === undefined ? `known: ${known.join(', ')}` : `did you mean ${close}?`;
+    badOption(`${option}${name}`, `absent: not ${what} (${hint})`, name);
+  }
+}
+
+/** Resolves `input` against `table`: absent options get their default, given ones their check. */
+export function resolve<T extends OptionTable>(table: T, input: object): Resolved<T> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(table)) {
+    const spec = table[name] as OptionSpec<unknown>;
+    const value = (input as Record<string, unknown>)[name];
+    out[name] = value === undefined ? spec.default : spec.check(value, name);
+  }
+  return out as Resolved<T>;
+}
+
+/** The known name closest to `name` by edit distance, when it is close enough to be a typo. */
+export function nearest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const k of known) {
+    const d = distance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const change = (row[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      next.push(Math.min(change, (row[j] as number) + 1, (next[j - 1] as number) + 1));
+    }
+    row = next;
+  }
+  return row[b.length] as number;
+}
+
+// Checks the tables share.
+export const isFunction = <F>(value: unknown, name: string): F => {
+  if (typeof value !== 'function') badOption(name, 'a function', value);
+  return value as F;
+};
+export const isBoolean = (value: unknown, name: string): boolean => {
+  if (typeof value !== 'boolean') badOption(name, 'a boolean', value);
+  return value;
+};
+export const isPositiveInteger = (value: unknown, name: string): number => {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) badOption(name, 'a positive integer', value);
+  return value as number;
+};

@@ -1,0 +1,177 @@
+// Policy sets: the policies one consume is decided by — the limiter's own, or a call's `policy` (plans,
+// tiers) — with what the stages need of them, built once per distinct input and kept in a bounded cache.
+import { badOption } from './errors.js';
+import { isConcurrent, type Policy, parsePolicies } from './policy.js';
+import { createShards, type Shards } from './shards.js';
+
+/** The policies of one consume, and what the limiter's stages need of them. */
+export interface PolicySet {
+  readonly policies: readonly Policy[];
+  readonly shards: Shards;
+  /** The local limit while the store is down: the limiter's `fallback` when given, else these policies. */
+  readonly fallback: readonly Policy[];
+  /**
+   * '' for the limiter's own policies; else a number of this set's own, which sets its denials apart in
+   * the deny cache: one plan's request is never answered from another plan's denial, not even by a
+   * calendar quota whose counter the plans share. A set parsed again (after the cache let it go) gets a
+   * new one, so no denial outlives the set that a reset would have cleared.
+   */
+  readonly id: string;
+  /**
+   * Longest a store denial is answered from the deny cache: a calendar quota denies until its period ends
+   * (hours), and a reset or top-up made by another process should not wait that long. Else unbounded.
+   */
+  readonly denyHoldMs: number;
+  /** The largest cost that can ever pass, and the policy that bounds it: the smallest capacity of any policy of any shard. */
+  readonly capacity: { readonly cost: number; readonly policy: Policy };
+  /** A consume takes a concurrent slot: a policy (or a fallback policy) counts requests in flight. */
+  readonly hasSlots: boolean;
+  /** How long an id's record lasts: the longest window of the rate policies. */
+  readonly idTtlMs: number;
+}
+
+/** A quota's denial is held locally for at most a minute. */
+const QUOTA_DENY_HOLD_MS = 60_000;
+
+/** Most distinct policy inputs kept parsed; past it the oldest goes (a plan per user is parsed again). */
+const MAX_SETS = 1000;
+
+/** The options a set is built with: the limiter's shards, its explicit fallback, and whether it has a prefilter. */
+export interface PolicySetOptions {
+  shards: number;
+  /** The limiter's `fallback` option, when given. */
+  fallback: readonly Policy[] | undefined;
+  prefilter: boolean;
+}
+
+/** A set for `policies`; throws naming `option` when the limiter's shards cannot split them. */
+export function policySet(policies: readonly Policy[], o: PolicySetOptions, id: string, option: string): PolicySet {
+  const most = Math.min(...policies.map((p) => Math.min(p.limit, Math.floor(p.burst))));
+  if (o.shards > most) {
+    badOption(option, `limits of at least ${o.shards} (the limiter's shards: each needs a share)`, `a limit of ${most}`);
+  }
+  if (policies.some(isConcurrent)) {
+    // A slot lives in one place, taken and given back there: not split over shards, not behind a local tier.
+    if (o.shards > 1) badOption('shards', '1 with a concurrent policy (a slot is held in one place)', o.shards);
+    if (o.prefilter)
+      badOption('prefilter', 'absent with a concurrent policy (its local charge is not given back with the slot)', 'a policy');
+  }
+  const denyHoldMs = policies.some((p) => p.period !== undefined) ? QUOTA_DENY_HOLD_MS : Number.POSITIVE_INFINITY;
+  const shards = createShards(policies, o.shards);
+  const fallback = o.fallback ?? policies;
+  return {
+    policies,
+    shards,
+    fallback,
+    id,
+    denyHoldMs,
+    capacity: capacityOf(shards.policies),
+    hasSlots: policies.some(isConcurrent) || fallback.some(isConcurrent),
+    idTtlMs: longestWindow(policies),
+  };
+}
+
+/**
+ * The sets of calls' `policy` inputs: each distinct input parsed once. A string is its own cache key; a
+ * plain object or array is keyed by its contents (so a plan object built per request still hits, and one
+ * changed in place is read afresh). A call whose policies are the limiter's own gets the limiter's set.
+ */
+export interface PolicyCache {
+  /** The set for a call's `policy` input; throws naming `policy` when it is not one. */
+  get(input: unknown): PolicySet;
+  /** The sets parsed so far (at most MAX_SETS of each kind). */
+  sets(): IterableIterator<PolicySet>;
+}
+
+export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOptions): PolicyCache {
+  // Strings and contents apart, so that no string spells an object's key.
+  const strings = new Map<string, PolicySet>();
+  const contents = new Map<string, PolicySet>();
+  const ownId = own && setId(own.policies);
+  let made = 0;
+  const build = (input: unknown): PolicySet => {
+    const policies = parsePolicies(input, 'policy');
+    return own !== undefined && setId(policies) === ownId ? own : policySet(policies, o, String(++made), 'policy');
+  };
+  const get = (input: unknown): PolicySet => {
+    const string = typeof input === 'string';
+    const key = string ? input : contentKey(input);
+    if (key === undefined) return build(input);
+    const sets = string ? strings : contents;
+    let set = sets.get(key);
+    if (set === undefined) {
+      set = build(input);
+      if (sets.size >= MAX_SETS) sets.delete(sets.keys().next().value as string);
+      sets.set(key, set);
+    }
+    return set;
+  };
+  return {
+    get,
+    *sets() {
+      yield* strings.values();
+      yield* contents.values();
+    },
+  };
+}
+
+/** What makes two sets decide alike: ids, limits and names ('"' is in none of them). */
+const setId = (policies: readonly Policy[]): string => policies.map((p) => `${p.id}"${p.limit}"${p.name}`).join('"');
+
+/**
+ * A key for a policy object, or an array of policies, from its contents; undefined for anything else (a
+ * class instance, a value that is not a string, number, boolean or null), which is then parsed every time.
+ * Built by hand, not by JSON.stringify (4x slower, and silent about functions): keys and strings are
+ * length-prefixed and each value tagged, so that no two contents share a key.
+ */
+function contentKey(input: unknown): string | undefined {
+  if (!Array.isArray(input)) return objectKey(input);
+  let key = '[';
+  for (const item of input) {
+    const k = typeof item === 'string' ? `${item.length}'${item}` : objectKey(item);
+    if (k === undefined) return undefined;
+    key += k;
+  }
+  return key;
+}
+
+function objectKey(o: unknown): string | undefined {
+  if (o === null || typeof o !== 'object') return undefined;
+  const proto = Object.getPrototypeOf(o);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  let key = '{';
+  for (const name in o) {
+    const v = (o as Record<string, unknown>)[name];
+    key += `${name.length}:${name}`;
+    if (typeof v === 'number') key += `n${v},`;
+    else if (typeof v === 'string') key += `s${v.length}:${v}`;
+    else if (typeof v === 'boolean') key += v ? 't' : 'f';
+    else if (v === undefined) key += 'u';
+    else if (v === null) key += 'z';
+    else return undefined;
+  }
+  return `${key}}`;
+}
+
+/**
+ * The largest cost that can ever pass: the smallest capacity of any rate policy (of any shard). A
+ * concurrent policy holds one slot whatever the cost, so it bounds none.
+ */
+function capacityOf(shards: readonly (readonly Policy[])[]): { cost: number; policy: Policy } {
+  let least = { cost: Number.POSITIVE_INFINITY, policy: shards[0]?.[0] as Policy };
+  for (const ps of shards) {
+    for (const p of ps) {
+      if (isConcurrent(p)) continue;
+      const cost = p.algorithm === 'token-bucket' ? p.burst : p.limit;
+      if (cost < least.cost) least = { cost, policy: p };
+    }
+  }
+  return least;
+}
+
+/** The longest window of the rate policies (at least 1 ms): how long an id's record lasts. */
+export function longestWindow(policies: readonly Policy[]): number {
+  let most = 1;
+  for (const p of policies) if (!isConcurrent(p) && p.windowMs > most) most = p.windowMs;
+  return most;
+}

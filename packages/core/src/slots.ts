@@ -1,0 +1,79 @@
+// Concurrent slots: the id a consume takes a slot under, and the release() of a decision that holds
+// one, given back where it was taken (the store, or the local fallback while the store was down).
+import { randomBytes } from 'node:crypto';
+import type { Attempt } from './attempt.js';
+import type { Decision } from './decision.js';
+import { fallbackTag, storeKey } from './keys.js';
+import type { LimiterEvent } from './limiter-options.js';
+import { isConcurrent, type Policy } from './policy.js';
+import type { Store, StoreRequest } from './store.js';
+import type { StoreCall } from './store-call.js';
+
+/**
+ * A slot's id: this process' random tag and a count, unique across processes, and short (a UUID is
+ * 36 bytes that every take and release writes to Redis).
+ */
+const SLOT_TAG = randomBytes(9).toString('base64url');
+let slotCount = 0;
+
+export interface Slots {
+  /** Whether a consume takes a slot (in the store, or in the fallback while the store is down). */
+  readonly taken: boolean;
+  /** A new slot id. */
+  next(): string;
+  /** Gives an allowed decision that took a slot its release(): once, idempotent, never rejecting. */
+  hold(decision: Decision, attempt: Attempt): Decision;
+}
+
+export function createSlots(o: {
+  prefix: string;
+  policies: readonly Policy[];
+  fallback: readonly Policy[];
+  /** The local fallback store, when the fail mode is 'closed' in front of a remote store. */
+  local: Store | undefined;
+  storeCall: StoreCall;
+  clock: () => number;
+  emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
+}): Slots {
+  const { prefix, local, storeCall, clock, emit } = o;
+  const inStore = o.policies.filter(isConcurrent);
+  const inFallback = local === undefined ? [] : o.fallback.filter(isConcurrent);
+  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+
+  /** Gives a slot back where it was taken; the lease frees it anyway if this fails. */
+  function giveBack(tag: string, slot: string, store: boolean): Promise<void> {
+    if (!store) {
+      const keys = keysOf(fallbackTag(tag), inFallback);
+      return (local as Store).decide({ keys, policies: inFallback, cost: 1, peek: false, delta: -1, slot }).then(
+        () => undefined,
+        () => undefined,
+      );
+    }
+    const request: StoreRequest = { keys: keysOf(tag, inStore), policies: inStore, cost: 1, peek: false, delta: -1, slot };
+    const now = clock();
+    if (!storeCall.allow(now)) return Promise.resolve();
+    return new Promise((resolve) =>
+      storeCall.decide(request, now, (error, _reply, latencyMs) => {
+        if (error) emit({ type: 'store-error', error, latencyMs });
+        resolve();
+      }),
+    );
+  }
+
+  return {
+    taken: inStore.length > 0 || inFallback.length > 0,
+    next: () => SLOT_TAG + (++slotCount).toString(36),
+    hold(decision, attempt) {
+      const { slot } = attempt;
+      if (slot === undefined || !decision.allowed) return decision;
+      const store = decision.source === 'store';
+      if (store ? inStore.length === 0 : decision.source !== 'fallback' || inFallback.length === 0) return decision;
+      let released: Promise<void> | undefined;
+      decision.release = () => {
+        released ??= giveBack(attempt.tag, slot, store);
+        return released;
+      };
+      return decision;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// The store call: a deadline on every call, and the circuit breaker in front of the store.
+import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
+import { createDeadlines, type Settle } from './deadlines.js';
+import type { ResolvedLimiterOptions } from './limiter-options.js';
+import type { Store, StoreReply, StoreRequest } from './store.js';
+
+export class StoreTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`store call timed out after ${ms} ms`);
+    this.name = 'StoreTimeoutError';
+  }
+}
+
+/** How a store call ends: with the reply, or with the error (a failure or the deadline) and how long it took. */
+export type StoreAnswer = (error: Error | undefined, reply: StoreReply | undefined, latencyMs: number) => void;
+
+export interface StoreCall {
+  /** May a call go to the store now? False while the breaker is open: the fail mode answers instead. */
+  allow(now: number): boolean;
+  /** Calls the store, under its deadline; the breaker learns the outcome. Answers exactly once. */
+  decide(request: StoreRequest, now: number, answer: StoreAnswer): void;
+  /** Leaves the shared breaker. */
+  close(): void;
+}
+
+/**
+ * The store call for a store that is not in this process: a deadline (`timeout`) and a breaker, shared
+ * by the limiters on one store with the same settings (a test clock gets one of its own). An in-process
+ * store is called as it is.
+ */
+export function createStoreCall(
+  store: Store,
+  o: Pick<ResolvedLimiterOptions, 'timeout' | 'breaker' | 'clock' | 'testClock'>,
+  member: BreakerMember,
+): StoreCall {
+  if (store.local) {
+    return {
+      allow: () => true,
+      decide: (request, _now, answer) =>
+        store.decide(request).then(
+          (reply) => answer(undefined, reply, 0),
+          (e: unknown) => answer(asError(e), undefined, 0),
+        ),
+      close() {},
+    };
+  }
+  const { failures, cooldown } = o.breaker;
+  const held =
+    failures > 0
+      ? o.testClock
+        ? { breaker: ownBreaker(failures, cooldown, member), release() {} }
+        : sharedBreaker(store, failures, cooldown, member)
+      : undefined;
+  const breaker: Breaker | undefined = held?.breaker;
+  const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
+  const { clock } = o;
+  return {
+    allow: (now) => breaker === undefined || breaker.allow(now),
+    decide(request, now, answer) {
+      const done: Settle<StoreReply> = (e, reply) => {
+        const end = clock();
+        if (reply === undefined) {
+          const error = asError(e);
+          breaker?.failure(end, error);
+          answer(error, undefined, end - now);
+        } else {
+          breaker?.success(end);
+          answer(undefined, reply, end - now);
+        }
+      };
+      watch(store.decide(request), done);
+    },
+    close: () => held?.release(),
+  };
+}
+
+function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}

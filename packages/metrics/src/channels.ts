@@ -1,0 +1,134 @@
+// What both metric backends read off the core's diagnostics channels, in one place: a decision reduced to
+// bounded labels (never the key) and breaker changes by prefix.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { Decision, LimiterEvent } from '@sluice/core';
+
+/** Whether a decision let the request through. A shadow-mode denial (let through, `shadowed`) is 'denied'. */
+export type Outcome = 'allowed' | 'denied';
+
+/** The labels of one sluice_decisions_total series: bounded by configuration, never a key. */
+export interface DecisionLabels {
+  prefix: string;
+  policy: string;
+  outcome: Outcome;
+  source: string;
+}
+
+/** One sluice_decisions_total series: its labels, its count so far, and how much of it a backend has exported. */
+export interface DecisionSeries {
+  readonly labels: DecisionLabels;
+  count: number;
+  exported: number;
+}
+
+/**
+ * The decision counts, by series. A decision costs a few Map lookups and an increment here; the backends read
+ * the totals when they are collected (a scrape, an export), which is rarer than decisions by far.
+ */
+export class DecisionCounts {
+  /** Every series, in the order first seen. */
+  readonly all: DecisionSeries[] = [];
+  private readonly byPrefix = new Map<string, Map<string, DecisionSeries[]>>();
+  /** Slot of each source within a policy's series (allowed first, then denied); grows if a core adds a source. */
+  private readonly sources = new Map<string, number>();
+
+  add(prefix: string, policy: string, outcome: Outcome, source: string): void {
+    let byPolicy = this.byPrefix.get(prefix);
+    if (byPolicy === undefined) {
+      byPolicy = new Map();
+      this.byPrefix.set(prefix, byPolicy);
+    }
+    let slots = byPolicy.get(policy);
+    if (slots === undefined) {
+      slots = [];
+      byPolicy.set(policy, slots);
+    }
+    let index = this.sources.get(source);
+    if (index === undefined) {
+      index = this.sources.size;
+      this.sources.set(source, index);
+    }
+    const slot = index * 2 + (outcome === 'allowed' ? 0 : 1);
+    let series = slots[slot];
+    if (series === undefined) {
+      series = { labels: { prefix, policy, outcome, source }, count: 0, exported: 0 };
+      slots[slot] = series;
+      this.all.push(series);
+    }
+    series.count++;
+  }
+}
+
+/** What a backend records as it happens (the counts it reads from DecisionCounts). */
+export interface MetricsSink {
+  /** A decision the store answered (source 'store') took `seconds`. */
+  duration(prefix: string, seconds: number): void;
+  /** The breaker of the store under `prefix` opened (true) or closed (false). */
+  breaker(prefix: string, open: boolean): void;
+}
+
+interface DecisionMessage {
+  prefix: string;
+  key: string;
+  decision: Decision;
+  durationMs: number;
+}
+
+/** Counts decisions into `counts` and feeds `sink` from sluice:decision and sluice:event until the returned function is called (idempotent). */
+export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => void {
+  // A prefix's breaker gauge starts at 0 with its first decision, so that a dashboard shows 0, not "no data".
+  const seen = new Set<string>();
+  const onDecision = (message: unknown) => {
+    const { prefix, decision, durationMs } = message as DecisionMessage;
+    if (!seen.has(prefix)) {
+      seen.add(prefix);
+      sink.breaker(prefix, false);
+    }
+    counts.add(prefix, decision.policy, decision.allowed && decision.shadowed !== true ? 'allowed' : 'denied', decision.source);
+    if (decision.source === 'store') sink.duration(prefix, durationMs / 1000);
+  };
+  const onEvent = (message: unknown) => {
+    const event = message as LimiterEvent;
+    if (event.type !== 'breaker-open' && event.type !== 'breaker-close') return;
+    seen.add(event.prefix);
+    sink.breaker(event.prefix, event.type === 'breaker-open');
+  };
+  subscribe('sluice:decision', onDecision);
+  subscribe('sluice:event', onEvent);
+  let live = true;
+  return () => {
+    if (!live) return;
+    live = false;
+    unsubscribe('sluice:decision', onDecision);
+    unsubscribe('sluice:event', onEvent);
+  };
+}
+
+/** Store round trips are sub-ms on a LAN and bounded by the limiter's timeout (default 50 ms). */
+export const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+export const NAMES = {
+  decisions: 'sluice_decisions_total',
+  duration: 'sluice_store_duration_seconds',
+  breaker: 'sluice_breaker_open',
+} as const;
+
+export const HELP = {
+  decisions: 'Rate-limit decisions, by prefix, binding policy, outcome (allowed|denied) and source.',
+  duration:
+    'Seconds from consume() or peek() to the decision, for decisions the store answered (source="store"): the store round trip plus the limiter around it.',
+  breaker: "1 while the circuit breaker in front of the prefix's store is open (the fail mode decides), else 0.",
+} as const;
+
+/** How a bad option value is named in a message: its type or constructor, never its contents. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' ? `an object (${name})` : 'an object';
+}
+
+/** The first line of an error's message: a module-not-found error goes on with its require stack. */
+export function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] as string;
+}

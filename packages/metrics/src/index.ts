@@ -1,0 +1,9 @@
+export type {
+  OpenTelemetryMeter,
+  OpenTelemetryMetricsOptions,
+  OpenTelemetryObservable,
+  OpenTelemetryObservation,
+} from './opentelemetry.js';
+export { openTelemetryMetrics } from './opentelemetry.js';
+export type { PrometheusMetricsOptions, PrometheusRegistry, SluiceMetrics } from './prometheus.js';
+export { prometheusMetrics } from './prometheus.js';

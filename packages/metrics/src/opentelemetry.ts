@@ -1,0 +1,104 @@
+import type * as OtelApi from '@opentelemetry/api';
+import { SluiceError } from '@sluice/core';
+import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
+import { loadPeer } from './peer.cjs';
+import type { SluiceMetrics } from './prometheus.js';
+
+/** The part of an OpenTelemetry Meter that sluice uses: structural, so these types need no @opentelemetry/api installed. */
+export interface OpenTelemetryMeter {
+  createHistogram(
+    name: string,
+    options?: { description?: string; unit?: string; advice?: { explicitBucketBoundaries?: number[] } },
+  ): { record(value: number, attributes?: Record<string, string>): void };
+  createObservableCounter(name: string, options?: { description?: string; unit?: string }): OpenTelemetryObservable;
+  createObservableGauge(name: string, options?: { description?: string; unit?: string }): OpenTelemetryObservable;
+}
+
+/** What an observable instrument reports to, when the reader collects. */
+export interface OpenTelemetryObservation {
+  observe(value: number, attributes?: Record<string, string>): void;
+}
+
+/** An OpenTelemetry observable instrument, structurally. */
+export interface OpenTelemetryObservable {
+  addCallback(callback: (result: OpenTelemetryObservation) => void): void;
+  removeCallback(callback: (result: OpenTelemetryObservation) => void): void;
+}
+
+/** Options of openTelemetryMetrics(). */
+export interface OpenTelemetryMetricsOptions {
+  /** The Meter to create the instruments on. Default: `metrics.getMeter('@sluice/metrics')` of @opentelemetry/api (the global MeterProvider). */
+  meter?: OpenTelemetryMeter;
+}
+
+type Observe = (result: OpenTelemetryObservation) => void;
+
+const METER_METHODS = ['createObservableCounter', 'createHistogram', 'createObservableGauge'] as const;
+
+function defaultMeter(): OpenTelemetryMeter {
+  let api: typeof OtelApi;
+  try {
+    api = loadPeer('@opentelemetry/api') as typeof OtelApi;
+  } catch (error) {
+    const message = `openTelemetryMetrics() without a meter needs the @opentelemetry/api package (npm install @opentelemetry/api): ${firstLine(error)}`;
+    throw Object.assign(new SluiceError('ERR_SLUICE_PEER', message), { cause: error });
+  }
+  return api.metrics.getMeter('@sluice/metrics') as unknown as OpenTelemetryMeter;
+}
+
+/**
+ * Records every limiter's decisions in this process as OpenTelemetry instruments, from the `sluice:decision`
+ * and `sluice:event` diagnostics channels: the (observable) counter sluice_decisions_total {prefix, policy, outcome, source},
+ * the histogram sluice_store_duration_seconds {prefix} (unit s) and the gauge sluice_breaker_open {prefix} (0/1).
+ * Never a key attribute. stop() unsubscribes and stops reporting the observable instruments; instruments cannot leave a Meter.
+ * @example
+ * const metrics = openTelemetryMetrics(); // on the global MeterProvider's meter '@sluice/metrics'
+ */
+export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}): SluiceMetrics {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_OPTION', `options must be an object, got ${describe(options)}`);
+  }
+  const given = options.meter;
+  if (given !== undefined && (given === null || typeof given !== 'object' || METER_METHODS.some((m) => typeof given[m] !== 'function'))) {
+    throw new SluiceError('ERR_SLUICE_OPTION', `meter must be an OpenTelemetry Meter (metrics.getMeter(name)), got ${describe(given)}`);
+  }
+  const meter = given ?? defaultMeter();
+  // Counted here, reported as cumulative totals when the reader collects: cheaper per decision than Counter.add.
+  const counts = new DecisionCounts();
+  const decisions = meter.createObservableCounter(NAMES.decisions, { description: HELP.decisions });
+  const reportCounts: Observe = (result) => {
+    for (const series of counts.all) result.observe(series.count, { ...series.labels });
+  };
+  decisions.addCallback(reportCounts);
+  const duration = meter.createHistogram(NAMES.duration, {
+    description: HELP.duration,
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  });
+  const gauge = meter.createObservableGauge(NAMES.breaker, { description: HELP.breaker });
+  const open = new Map<string, number>();
+  const reportBreakers: Observe = (result) => {
+    for (const [prefix, value] of open) result.observe(value, { prefix });
+  };
+  gauge.addCallback(reportBreakers);
+
+  const unsubscribe = subscribeSink(counts, {
+    duration(prefix, seconds) {
+      duration.record(seconds, { prefix });
+    },
+    breaker(prefix, isOpen) {
+      open.set(prefix, isOpen ? 1 : 0);
+    },
+  });
+  let live = true;
+  return {
+    stop() {
+      unsubscribe();
+      if (live) {
+        decisions.removeCallback(reportCounts);
+        gauge.removeCallback(reportBreakers);
+      }
+      live = false;
+    },
+  };
+}

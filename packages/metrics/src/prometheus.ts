@@ -1,0 +1,108 @@
+import { SluiceError } from '@sluice/core';
+import type * as PromClient from 'prom-client';
+import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
+import { loadPeer } from './peer.cjs';
+
+/** The part of a prom-client Registry that sluice uses: structural, so these types need no prom-client installed. */
+export interface PrometheusRegistry {
+  registerMetric(metric: never): void;
+  getSingleMetric(name: string): unknown;
+  removeSingleMetric(name: string): void;
+}
+
+/** Options of prometheusMetrics(). */
+export interface PrometheusMetricsOptions {
+  /** The prom-client Registry to register the metrics in. Default: prom-client's global `register`. */
+  register?: PrometheusRegistry;
+}
+
+/** What prometheusMetrics() and openTelemetryMetrics() return. */
+export interface SluiceMetrics {
+  /** Unsubscribes from the channels (idempotent); Prometheus metrics also leave their registry. */
+  stop(): void;
+}
+
+function promClient(): typeof PromClient {
+  try {
+    return loadPeer('prom-client') as typeof PromClient;
+  } catch (error) {
+    const message = `prometheusMetrics() needs the prom-client package (npm install prom-client): ${firstLine(error)}`;
+    throw Object.assign(new SluiceError('ERR_SLUICE_PEER', message), { cause: error });
+  }
+}
+
+/**
+ * Counts every limiter's decisions in this process into prom-client metrics, from the `sluice:decision` and
+ * `sluice:event` diagnostics channels: sluice_decisions_total{prefix,policy,outcome,source},
+ * sluice_store_duration_seconds{prefix} (histogram) and sluice_breaker_open{prefix} (0/1). Never a key label.
+ * Throws if the registry already holds a metric of these names (stop() the earlier one first).
+ * @example
+ * const metrics = prometheusMetrics(); // into prom-client's global register
+ * app.get('/metrics', async (_req, res) => res.type(register.contentType).send(await register.metrics()));
+ */
+export function prometheusMetrics(options: PrometheusMetricsOptions = {}): SluiceMetrics {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_OPTION', `options must be an object, got ${describe(options)}`);
+  }
+  const given = options.register;
+  if (
+    given !== undefined &&
+    (given === null ||
+      typeof given !== 'object' ||
+      typeof given.registerMetric !== 'function' ||
+      typeof given.getSingleMetric !== 'function')
+  ) {
+    throw new SluiceError('ERR_SLUICE_OPTION', `register must be a prom-client Registry, got ${describe(given)}`);
+  }
+  const prom = promClient();
+  const register = (given ?? prom.register) as PromClient.Registry;
+  for (const name of Object.values(NAMES)) {
+    if (register.getSingleMetric(name) !== undefined) {
+      throw new SluiceError('ERR_SLUICE_OPTION', `register already holds ${name}: stop() the earlier prometheusMetrics() first`);
+    }
+  }
+  const registers = [register];
+  const counts = new DecisionCounts();
+  const decisions = new prom.Counter({
+    name: NAMES.decisions,
+    help: HELP.decisions,
+    labelNames: ['prefix', 'policy', 'outcome', 'source'] as const,
+    registers,
+    // At each scrape, what was counted since the last one: as prom-client's own process_cpu_seconds_total,
+    // so that register.resetMetrics() still resets it.
+    collect() {
+      for (const series of counts.all) {
+        if (series.count === series.exported) continue;
+        this.inc({ ...series.labels }, series.count - series.exported);
+        series.exported = series.count;
+      }
+    },
+  });
+  const duration = new prom.Histogram({
+    name: NAMES.duration,
+    help: HELP.duration,
+    labelNames: ['prefix'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const breaker = new prom.Gauge({ name: NAMES.breaker, help: HELP.breaker, labelNames: ['prefix'] as const, registers });
+  const unsubscribe = subscribeSink(counts, {
+    duration(prefix, seconds) {
+      duration.observe({ prefix }, seconds);
+    },
+    breaker(prefix, open) {
+      breaker.set({ prefix }, open ? 1 : 0);
+    },
+  });
+
+  return {
+    stop() {
+      unsubscribe();
+      // Only its own: after a stop() and a new prometheusMetrics(), the names may be another's.
+      for (const metric of [decisions, duration, breaker]) {
+        const name = (metric as unknown as { name: string }).name;
+        if (register.getSingleMetric(name) === metric) register.removeSingleMetric(name);
+      }
+    },
+  };
+}

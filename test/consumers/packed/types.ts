@@ -1,0 +1,51 @@
+// Strict TypeScript against the installed packages' declarations, without skipLibCheck. The test copies
+// this file into an ES module folder, a CommonJS folder and a node10 folder of the consumer project, so
+// the "import" and "require" declarations and the typesVersions fallback are each checked.
+import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimitHeaders, SluiceError, type Store } from '@sluice/core';
+import { rateLimit as expressRateLimit } from '@sluice/express';
+import fastifyRateLimit from '@sluice/fastify';
+import { rateLimit as koaRateLimit } from '@sluice/koa';
+import express from 'express';
+import Fastify from 'fastify';
+import Koa from 'koa';
+
+const store: Store = memoryStore({ maxKeys: 1000 });
+const events: LimiterEvent['type'][] = [];
+const limiter = createLimiter({
+  policy: ['10/s', { limit: 100, window: '1h', algorithm: 'sliding-window' }],
+  store,
+  onEvent: (event) => events.push(event.type),
+});
+
+export async function headersFor(key: string): Promise<Record<string, string>> {
+  const decision: Decision = await limiter.consume(key, { cost: 1 });
+  return rateLimitHeaders(decision, { headers: 'both' });
+}
+
+export const isSluiceError = (error: unknown): error is SluiceError => error instanceof SluiceError && typeof error.code === 'string';
+
+// Types that resolved to `any` would let this through, and then the directive itself is an error.
+// @ts-expect-error a policy's limit is a number
+createLimiter({ policy: { limit: '10', window: '1s' } });
+
+export const expressApp: express.Express = express();
+expressApp.use(expressRateLimit({ limiter, key: (req) => req.ip ?? 'unknown' }));
+expressApp.get('/', (req, res) => {
+  res.send(`${req.rateLimit?.remaining ?? 'no'} left`);
+});
+
+export async function fastifyApp() {
+  const app = Fastify();
+  await app.register(fastifyRateLimit, { policy: '100/1m', hook: 'preHandler' });
+  app.get('/', { config: { rateLimit: { policy: '5/1m', failMode: 'open' } } }, async (request) => ({
+    left: request.rateLimit?.remaining,
+  }));
+  app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+  return app;
+}
+
+export const koaApp = new Koa();
+koaApp.use(koaRateLimit({ policy: '100/1m', skip: (ctx) => ctx.path === '/health' }));
+koaApp.use((ctx) => {
+  ctx.body = `${ctx.state.rateLimit?.remaining ?? 'no'} left`;
+});

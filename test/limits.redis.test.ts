@@ -1,0 +1,292 @@
+// adjust, idempotent ids and concurrent policies against real Redis (standalone and Cluster): the Lua
+// and the memory store decide the same on random sequences; ids charge once across clients; slots are
+// taken atomically, given back, freed by their lease (a killed process's too) and counted locally
+// while the store is down.
+import { type ChildProcess, fork } from 'node:child_process';
+import { join } from 'node:path';
+import { createLimiter, type Decision, memoryStore, type PolicyInput, redisStore, type Store, type StoreReply } from '@sluice/core';
+import fc from 'fast-check';
+import Redis, { Cluster } from 'ioredis';
+import { freePort, type RedisCluster, sleep, startCluster, startRedis, uniquePrefix } from './support/redis';
+
+const unique = () => uniquePrefix('l');
+const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
+/** A Decision without its release function, so that two stores' decisions compare as values. */
+const plain = (d: Decision): Omit<Decision, 'release'> => {
+  const { release, ...rest } = d;
+  return { ...rest, ...(release ? { holds: true } : {}) } as Omit<Decision, 'release'>;
+};
+
+/** Polls `read` until it returns `want`, for at most `withinMs`; returns the last value read. */
+async function until<T>(read: () => Promise<T>, want: T, withinMs = 10_000): Promise<T> {
+  const end = Date.now() + withinMs;
+  let value = await read();
+  while (value !== want && Date.now() < end) {
+    await sleep(25);
+    value = await read();
+  }
+  return value;
+}
+
+describe('adjust, ids and concurrent slots on a real Redis', () => {
+  let server: Awaited<ReturnType<typeof startRedis>>;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = new Redis(server.url);
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+
+  it('the Lua and the memory store decide the same on random consumes, adjusts, ids and releases (property)', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('consume' as const), cost: fc.integer({ min: 1, max: 4 }) }),
+      fc.record({ kind: fc.constant('id' as const), id: fc.constantFrom('a', 'b', 'c'), cost: fc.integer({ min: 1, max: 3 }) }),
+      fc.record({ kind: fc.constant('adjust' as const), delta: fc.integer({ min: -8, max: 8 }) }),
+      fc.record({ kind: fc.constant('release' as const) }),
+      fc.record({ kind: fc.constant('peek' as const) }),
+      fc.record({ kind: fc.constant('step' as const), ms: fc.oneof(fc.integer({ min: 0, max: 90_000 }), fc.integer({ min: 0, max: 20 })) }),
+    );
+    const rate = fc.record({
+      limit: fc.integer({ min: 1, max: 12 }),
+      window: fc.integer({ min: 1000, max: 60_000 }),
+      algorithm: fc.constantFrom(...ALGORITHMS),
+    });
+    const slots = fc.option(fc.record({ concurrent: fc.integer({ min: 1, max: 3 }), lease: fc.integer({ min: 1000, max: 30_000 }) }), {
+      nil: undefined,
+    });
+    await fc.assert(
+      fc.asyncProperty(rate, slots, fc.array(op, { maxLength: 30 }), async (policy, concurrent, ops) => {
+        let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
+        const clock = () => now;
+        const prefix = unique();
+        const replies: Array<StoreReply | undefined> = [undefined, undefined];
+        const recorded = (store: Store, i: number): Store => ({
+          local: store.local,
+          decide: async (request) => {
+            const reply = await store.decide(request);
+            replies[i] = reply;
+            return reply;
+          },
+          reset: (keys) => store.reset(keys),
+          close: () => store.close(),
+        });
+        const policies = concurrent ? [policy, concurrent] : [policy];
+        const limiters = [
+          createLimiter({ policy: policies, store: recorded(redisStore({ client, clock }), 0), prefix, denyCache: false, timeout: 5000 }),
+          createLimiter({ policy: policies, store: recorded(memoryStore({ clock }), 1), prefix }),
+        ];
+        const held: Decision[][] = [[], []];
+        for (const o of ops) {
+          if (o.kind === 'step') {
+            now += o.ms;
+            continue;
+          }
+          if (o.kind === 'id' && concurrent) continue;
+          // A cost above the capacity is refused before any store is asked (core.redis.test.ts covers it).
+          if ((o.kind === 'consume' || o.kind === 'id') && o.cost > ((policy as { burst?: number }).burst ?? policy.limit)) continue;
+          replies.fill(undefined);
+          const decisions = await Promise.all(
+            limiters.map(async (l, i) => {
+              if (o.kind === 'peek') return l.peek('k');
+              if (o.kind === 'adjust') return l.adjust('k', o.delta);
+              if (o.kind === 'release') {
+                await held[i]!.shift()?.release?.();
+                return l.peek('k');
+              }
+              const d = await l.consume('k', o.kind === 'id' ? { cost: o.cost, id: o.id } : { cost: o.cost });
+              if (d.release) held[i]!.push(d);
+              return d;
+            }),
+          );
+          expect(replies[0]).toBeDefined();
+          expect(replies[0]).toEqual(replies[1]);
+          expect(plain(decisions[0]!)).toEqual(plain(decisions[1]!));
+        }
+      }),
+      {
+        numRuns: 120,
+        // Found by this property: an id's record lapsing exactly one window later (a test clock's TTL had slack in Redis).
+        examples: [
+          [
+            { limit: 1, window: 1000, algorithm: 'token-bucket' },
+            undefined,
+            [
+              { kind: 'id', id: 'a', cost: 1 },
+              { kind: 'step', ms: 1000 },
+              { kind: 'id', id: 'a', cost: 1 },
+            ],
+          ],
+        ],
+      },
+    );
+  });
+
+  it('refunds under concurrency: 40 workers, each retrying until admitted and refunding when done, never more than the limit at once', async () => {
+    const limiter = createLimiter({ policy: { limit: 20, window: '1h' }, store: redisStore({ client }), prefix: unique(), timeout: 5000 });
+    let inFlight = 0;
+    let most = 0;
+    let admitted = 0;
+    const giveUp = Date.now() + 20_000;
+    await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        while (Date.now() < giveUp) {
+          const d = await limiter.consume('k');
+          if (!d.allowed) {
+            await sleep(1);
+            continue;
+          }
+          admitted++;
+          most = Math.max(most, ++inFlight);
+          await sleep(2);
+          inFlight--;
+          await limiter.adjust('k', -1);
+          return;
+        }
+      }),
+    );
+    expect(most).toBeLessThanOrEqual(20);
+    // Only refunds let the second 20 in: the limit is 20 an hour.
+    expect(admitted).toBe(40);
+    expect((await limiter.peek('k')).remaining).toBe(20);
+  });
+
+  it('one id from two clients at once charges once', async () => {
+    const prefix = unique();
+    const other = new Redis(server.url);
+    await new Promise((r) => other.once('ready', r));
+    try {
+      const policy: PolicyInput[] = ['10/1h', { limit: 100, window: '1d', algorithm: 'sliding-log' }];
+      const a = createLimiter({ policy, store: redisStore({ client }), prefix, timeout: 5000 });
+      const b = createLimiter({ policy, store: redisStore({ client: other }), prefix, timeout: 5000 });
+      const decisions = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).consume('user:1', { id: 'job-42', cost: 3 })),
+      );
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+      expect((await a.peek('user:1')).policies.map((p) => p.remaining)).toEqual([7, 97]);
+      const records = await client.keys(`${prefix}:*:id:*`);
+      expect(records).toHaveLength(1);
+      // It expires with the longest window (a day), on the server.
+      const ttl = await client.pttl(records[0] as string);
+      expect(ttl).toBeGreaterThan(86_400_000 - 60_000);
+      expect(ttl).toBeLessThanOrEqual(86_400_000);
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('an id replay is allowed even when the deny cache holds a denial for the key', async () => {
+    const limiter = createLimiter({ policy: '2/1h', store: redisStore({ client }), prefix: unique(), timeout: 5000 });
+    expect((await limiter.consume('k', { id: 'first' })).allowed).toBe(true);
+    await limiter.consume('k');
+    expect((await limiter.consume('k')).source).toBe('store');
+    expect((await limiter.consume('k')).source).toBe('deny-cache');
+    expect(await limiter.consume('k', { id: 'first' })).toMatchObject({ allowed: true, source: 'store' });
+    expect((await limiter.consume('k', { id: 'second' })).allowed).toBe(false);
+  });
+
+  it('1,000 concurrent consumes at { concurrent: 25 } take exactly 25 slots; releases give them back, once each', async () => {
+    const limiter = createLimiter({
+      policy: ['1000/1h', { concurrent: 25 }],
+      store: redisStore({ client }),
+      prefix: unique(),
+      timeout: 5000,
+    });
+    const first = await Promise.all(Array.from({ length: 1000 }, () => limiter.consume('hot')));
+    const holding = first.filter((d) => d.allowed);
+    expect(holding).toHaveLength(25);
+    expect(first.filter((d) => d.release !== undefined)).toHaveLength(25);
+    // A denial by the slots took nothing from the rate policy.
+    expect((await limiter.peek('hot')).policies[0]!.remaining).toBe(975);
+    await Promise.all(holding.slice(0, 10).flatMap((d) => [d.release!(), d.release!()]));
+    const again = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('hot')));
+    expect(again.filter((d) => d.allowed)).toHaveLength(10);
+  });
+
+  it('a killed process holding slots: they come back when their lease ends', async () => {
+    const prefix = unique();
+    // Long enough that a busy machine still peeks before it ends; the wait for the end has no upper bound but the test's.
+    const lease = 6000;
+    const child: ChildProcess = fork(
+      join(__dirname, 'consumers', 'slots-child.cjs'),
+      [String(server.port), prefix, '5', String(lease), '8'],
+      {
+        timeout: 30_000,
+      },
+    );
+    try {
+      const { held } = await new Promise<{ held: number }>((resolve, reject) => {
+        child.once('message', (m) => resolve(m as { held: number }));
+        child.once('error', reject);
+      });
+      expect(held).toBe(5);
+      child.kill('SIGKILL');
+      const limiter = createLimiter({ policy: { concurrent: 5, lease }, store: redisStore({ client }), prefix, timeout: 5000 });
+      const free = () => limiter.peek('jobs').then((d) => d.remaining);
+      expect(await free()).toBeLessThan(5);
+      expect(await until(free, 5, 40_000)).toBe(5);
+      expect((await limiter.consume('jobs')).allowed).toBe(true);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it("while the store is down, failMode 'closed' counts slots in the local fallback; release gives them back there", async () => {
+    const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const limiter = createLimiter({ policy: { concurrent: 2 }, store: redisStore({ client: dead }), breaker: false, prefix: unique() });
+    const [a, b, c] = await Promise.all([limiter.consume('k'), limiter.consume('k'), limiter.consume('k')]);
+    expect([a, b, c].map((d) => [d.allowed, d.source])).toEqual([
+      [true, 'fallback'],
+      [true, 'fallback'],
+      [false, 'fallback'],
+    ]);
+    await a!.release!();
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    // failMode 'open' holds nothing to give back.
+    const open = createLimiter({ policy: { concurrent: 1 }, store: redisStore({ client: dead }), failMode: 'open', prefix: unique() });
+    const d = await open.consume('k');
+    expect([d.allowed, d.source, d.release]).toEqual([true, 'fail-open', undefined]);
+    dead.disconnect();
+  });
+});
+
+describe('adjust, ids and slots on a Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  beforeAll(async () => {
+    cluster = await startCluster();
+    client = new Cluster(cluster.startupNodes());
+    await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('keys over many slots: ids, adjusts and slots stay in each key’s slot (no CROSSSLOT) and count alike', async () => {
+    const prefix = unique();
+    const rate = createLimiter({ policy: ['5/1h', '50/1d'], store: redisStore({ client }), prefix, timeout: 5000 });
+    const slots = createLimiter({
+      policy: ['100/1h', { concurrent: 2 }],
+      store: redisStore({ client }),
+      prefix: `${prefix}s`,
+      timeout: 5000,
+    });
+    const keys = Array.from({ length: 40 }, (_, i) => `user:${i}`);
+    const charged = await Promise.all(keys.flatMap((k) => [rate.consume(k, { id: 'r1' }), rate.consume(k, { id: 'r1' })]));
+    expect(charged.every((d) => d.allowed && d.source === 'store')).toBe(true);
+    const refunded = await Promise.all(keys.map((k) => rate.adjust(k, -1)));
+    expect(refunded.every((d) => d.source === 'store' && d.remaining === 5)).toBe(true);
+    const owed = await Promise.all(keys.map((k) => rate.adjust(k, 7)));
+    expect(owed.every((d) => !d.allowed && d.source === 'store')).toBe(true);
+    const taken = await Promise.all(keys.flatMap((k) => [slots.consume(k), slots.consume(k), slots.consume(k)]));
+    expect(taken.filter((d) => d.allowed)).toHaveLength(80);
+    expect(taken.every((d) => d.source === 'store')).toBe(true);
+    await Promise.all(taken.map((d) => d.release?.()));
+    const after = await Promise.all(keys.map((k) => slots.peek(k)));
+    expect(after.every((d) => d.policies[1]!.remaining === 2)).toBe(true);
+  });
+});

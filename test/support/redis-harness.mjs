@@ -1,0 +1,251 @@
+// The one Redis harness of the tests and the benchmarks: redis-server processes (standalone, or a real
+// 3-master / 3-replica Cluster) on free ports of 127.0.0.1, each without persistence in a temp dir of its
+// own. Plain Node ESM, so that bench/*.mjs import it as is (no build step); the tests import it through
+// ./redis.ts, jest's swc transform taking .mjs too. Types: ./redis-harness.d.mts.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A key namespace of a test's own (`tag` and random letters), so that no two tests or runs share a counter. */
+export const uniquePrefix = (tag) => `${tag}${Math.random().toString(36).slice(2, 10)}`;
+
+// Every server still running, as a function that kills it and removes its dir without waiting. A process
+// exit (a failed test file, a benchmark's Ctrl-C) cannot await stop(), and must not leave a server behind.
+const live = new Set();
+process.on('exit', () => {
+  for (const abandon of live) abandon();
+});
+
+/** A port that was free on 127.0.0.1 a moment ago (the OS picks it). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const address = s.address();
+      s.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function cli(port, ...args) {
+  return (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
+}
+
+async function untilPing(port) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await cli(port, 'PING')) === 'PONG') return;
+    } catch {
+      // not up yet
+    }
+    await sleep(25);
+  }
+  throw new Error(`redis-server on ${port} did not answer PING`);
+}
+
+/** Starts a redis-server on `port` (default: a free one) with `extra` arguments, and waits for PING. */
+export async function startServer(extra = [], port) {
+  const p = port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
+  let proc;
+  const abandon = () => {
+    proc?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const start = async () => {
+    proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], {
+      stdio: 'ignore',
+    });
+    live.add(abandon);
+    await untilPing(p);
+  };
+  const kill = async () => {
+    const current = proc;
+    if (!current || current.exitCode !== null || current.signalCode !== null) return;
+    const gone = new Promise((r) => current.once('exit', r));
+    // A paused server gets SIGCONT first, so that it exits now rather than when someone resumes it.
+    current.kill('SIGCONT');
+    current.kill('SIGKILL');
+    await gone;
+  };
+  try {
+    await start();
+  } catch (error) {
+    live.delete(abandon);
+    abandon();
+    throw error;
+  }
+  return {
+    port: p,
+    url: `redis://127.0.0.1:${p}`,
+    kill,
+    restart: start,
+    pause: () => proc?.kill('SIGSTOP'),
+    resume: () => proc?.kill('SIGCONT'),
+    async stop() {
+      live.delete(abandon);
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A standalone server of the test's own, or the user's REDIS_URL (which tests must not kill). */
+export async function startRedis() {
+  const url = process.env.REDIS_URL;
+  if (!url) return startServer();
+  const port = Number(new URL(url).port || 6379);
+  const refuse = async () => {
+    throw new Error('REDIS_URL is set: this test does not kill a Redis it did not start');
+  };
+  return { port, url, kill: refuse, restart: refuse, pause: () => {}, resume: () => {}, stop: async () => {} };
+}
+
+/** Starts a real Redis Cluster (3 masters, 3 replicas) and waits for cluster_state:ok with 3 masters. */
+export async function startCluster(extra = []) {
+  const nodes = [];
+  const cluster = {
+    nodes,
+    async masters() {
+      const out = await cli(nodes[0].port, 'CLUSTER', 'NODES').catch(() => cli(nodes[1].port, 'CLUSTER', 'NODES'));
+      return out
+        .split('\n')
+        .filter((l) => l.includes('master') && !l.includes('fail'))
+        .map((l) => Number(/:(\d+)@/.exec(l)[1]))
+        .sort((a, b) => a - b);
+    },
+    startupNodes: () => nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+  try {
+    for (let i = 0; i < 6; i++) {
+      nodes.push(
+        await startServer([
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${i}.conf`,
+          '--cluster-node-timeout',
+          '1000',
+          ...extra,
+        ]),
+      );
+    }
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'],
+      {
+        timeout: 30_000,
+      },
+    );
+    for (let i = 0; i < 200; i++) {
+      const states = await Promise.all(nodes.map((n) => cli(n.port, 'CLUSTER', 'INFO')));
+      if (states.every((s) => s.includes('cluster_state:ok')) && (await cluster.masters()).length === 3) return cluster;
+      await sleep(50);
+    }
+    throw new Error('cluster did not reach cluster_state:ok with 3 masters');
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+/** Script calls (EVALSHA and EVAL) the server behind `client` has counted since its last CONFIG RESETSTAT. */
+export async function scriptCalls(client) {
+  const info = await client.info('commandstats');
+  return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+}
+
+/** A node of `cluster` other than `except` that answers PING now (the killed ones do not). */
+async function liveNode(cluster, except) {
+  for (const n of cluster.nodes) {
+    if (except.includes(n.port)) continue;
+    if ((await cli(n.port, 'PING').catch(() => '')) === 'PONG') return n;
+  }
+  throw new Error('no live cluster node');
+}
+
+/**
+ * The port of the master that owns `key`'s slot, as a live node other than `except` sees it, or
+ * undefined while that owner is flagged as failing (fail-over under way).
+ */
+export async function ownerOf(cluster, key, except = []) {
+  const via = await liveNode(cluster, except);
+  const slot = Number(await cli(via.port, 'CLUSTER', 'KEYSLOT', key));
+  for (const line of (await cli(via.port, 'CLUSTER', 'NODES')).split('\n')) {
+    const fields = line.split(' ');
+    if (!fields[2]?.includes('master')) continue;
+    for (const r of fields.slice(8)) {
+      const [a, b] = r.split('-').map(Number);
+      if (slot >= a && slot <= (b ?? a)) return /fail/.test(fields[2]) ? undefined : Number(/:(\d+)@/.exec(line)[1]);
+    }
+  }
+  return undefined;
+}
+
+/** SIGKILLs the master that holds `key`'s slot; returns its port and the ports of its replicas. */
+export async function killMasterOf(cluster, key) {
+  const port = await ownerOf(cluster, key);
+  if (port === undefined) throw new Error(`${key}'s slot has no healthy master`);
+  const id = await cli(port, 'CLUSTER', 'MYID');
+  const replicas = (await cli(port, 'CLUSTER', 'REPLICAS', id))
+    .split('\n')
+    .filter((l) => l.includes(id))
+    .map((l) => Number(/:(\d+)@/.exec(l)[1]));
+  const node = cluster.nodes.find((n) => n.port === port);
+  if (!node) throw new Error(`master ${port} is not one of this cluster's nodes`);
+  await node.kill();
+  return { port, replicas };
+}
+
+/**
+ * Waits until a replica owns `key`'s slot in place of the dead master `dead`, and every live node
+ * says cluster_state:ok. Returns the new master's port.
+ */
+export async function waitForPromotion(cluster, key, dead, withinMs = 15_000) {
+  const end = Date.now() + withinMs;
+  while (Date.now() < end) {
+    const owner = await ownerOf(cluster, key, [dead]).catch(() => undefined);
+    if (owner !== undefined && owner !== dead) {
+      const others = cluster.nodes.filter((n) => n.port !== dead);
+      const states = await Promise.all(others.map((n) => cli(n.port, 'CLUSTER', 'INFO').catch(() => '')));
+      if (states.every((s) => s.includes('cluster_state:ok'))) return owner;
+    }
+    await sleep(50);
+  }
+  throw new Error(`no replica took over ${key}'s slot from ${dead} within ${withinMs} ms`);
+}
+
+/** INFO `section` of the server on `port`, as field -> value. */
+export async function info(port, section) {
+  const out = {};
+  for (const line of (await cli(port, 'INFO', section)).split('\n')) {
+    const at = line.indexOf(':');
+    if (at > 0) out[line.slice(0, at)] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * Waits until every replica of `cluster` has finished its first sync (master_link_status:up): a
+ * replica that never synced refuses to fail over ("disconnected from master for longer than allowed").
+ */
+export async function replicasInSync(cluster, withinMs = 15_000) {
+  const end = Date.now() + withinMs;
+  while (Date.now() < end) {
+    const states = await Promise.all(cluster.nodes.map((n) => info(n.port, 'replication').catch(() => ({}))));
+    const replicas = states.filter((s) => s.role === 'slave');
+    if (replicas.length === cluster.nodes.length / 2 && replicas.every((s) => s.master_link_status === 'up')) return;
+    await sleep(50);
+  }
+  throw new Error(`replicas did not sync within ${withinMs} ms`);
+}
