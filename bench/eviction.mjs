@@ -19,14 +19,10 @@
 // what the master sent in the replica's socket buffer and the replica reads it on SIGCONT.)
 //
 // Usage: pnpm build && node bench/eviction.mjs [--maxmemory-mb 16] [--limit 10] [--keys 2000] [--lost 4] [--step-ms 1100]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createLimiter, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
+import { startServer } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { freePort } from './redis-server.mjs';
 
 const MAXMEMORY_MB = Number(arg('maxmemory-mb', 16));
 const LIMIT = Number(arg('limit', 10));
@@ -36,40 +32,22 @@ const CACHE_MB = 2 * MAXMEMORY_MB;
 const STEP_MS = Number(arg('step-ms', 1100));
 const policy = { limit: LIMIT, window: '1h' };
 
+/** The store refuses calls on a client that has not connected yet: wait for it. */
+const ready = (client) => (client.status === 'ready' ? undefined : new Promise((r) => client.once('ready', r)));
+
+/** A redis-server of the shared harness with `extra` arguments, and an ioredis client on it. */
 async function server(extra = []) {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-evict-'));
-  const proc = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
-    {
-      stdio: 'ignore',
-    },
-  );
-  // A run that dies of an exception takes its servers with it.
-  process.on('exit', () => proc.kill('SIGKILL'));
-  for (let i = 0; ; i++) {
-    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      probe.disconnect();
-      break;
-    } catch (error) {
-      if (i === 200) throw error;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-  const client = new Redis({ port, maxRetriesPerRequest: 1 });
+  const redis = await startServer(extra);
+  const client = new Redis({ port: redis.port, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
+  await ready(client);
   return {
-    port,
+    port: redis.port,
     client,
-    proc,
-    kill() {
+    kill: () => redis.kill(),
+    async stop() {
       client.disconnect();
-      proc.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      await redis.stop();
     },
   };
 }
@@ -164,7 +142,7 @@ async function eviction(maxmemoryPolicy, cacheTtl) {
     idle: await tally(limiter, idle),
   };
   await limiter.close();
-  redis.kill();
+  await redis.stop();
   return row;
 }
 
@@ -186,6 +164,7 @@ async function failover() {
   // The app's client: first on the master; after the fail-over on the promoted replica, as Sentinel or
   // a DNS name would move it.
   let client = new Redis({ port: master.port, maxRetriesPerRequest: 1 });
+  await ready(client);
   const make = () => createLimiter({ policy, store: redisStore({ client }), denyCache: false, breaker: false, timeout: 2000, prefix: 'f' });
   let limiter = make();
   const keys = Array.from({ length: KEYS }, (_, i) => `k${i}`);
@@ -201,15 +180,16 @@ async function failover() {
   const lag =
     Number(/master_repl_offset:(\d+)/.exec(await master.client.info('replication'))[1]) -
     Number(/slave_repl_offset:(\d+)/.exec(await replica.client.info('replication'))?.[1] ?? 0);
-  master.proc.kill('SIGKILL');
+  await master.kill();
   await replica.client.replicaof('NO', 'ONE');
   client.disconnect();
   client = new Redis({ port: replica.port, maxRetriesPerRequest: 1 });
+  await ready(client);
   limiter = make();
   const overLimit = await tally(limiter, keys);
   client.disconnect();
-  replica.kill();
-  master.kill();
+  await replica.stop();
+  await master.stop();
   return {
     keys: KEYS,
     limit: LIMIT,

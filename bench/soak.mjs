@@ -14,14 +14,11 @@
 // response a 200 or a 429.
 // Not in CI. Usage: pnpm build && node bench/soak.mjs [--minutes 10] [--rate 300] [--restart-every 2]
 //   [--down 1] [--warmup 1] [--connections 32]
-import { fork, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
-import { freePort } from './redis-server.mjs';
 
 const KEYS = 100_000;
 const HEADER = 'x-client-id';
@@ -140,34 +137,9 @@ async function driver() {
   const WARMUP = Number(arg('warmup', 1));
   const CONNECTIONS = Number(arg('connections', 32));
 
-  const redisPort = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-soak-'));
-  let redis;
-  const startRedis = async () => {
-    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: 'ignore',
-    });
-    const { default: Redis } = await import('ioredis');
-    const probe = new Redis({ port: redisPort, lazyConnect: true, retryStrategy: () => null });
-    probe.on('error', () => {});
-    for (let i = 0; i < 200; i++) {
-      try {
-        await probe.connect();
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    }
-    probe.disconnect();
-  };
-  const killRedis = () =>
-    new Promise((resolve) => {
-      redis.once('exit', resolve);
-      redis.kill('SIGKILL');
-    });
-  await startRedis();
-  // A driver that dies of an exception takes its Redis with it.
-  process.on('exit', () => redis.kill('SIGKILL'));
+  // The shared harness' server: kill() and restart() on the same port; it goes with this process.
+  const redis = await startServer();
+  const redisPort = redis.port;
 
   const child = fork(fileURLToPath(import.meta.url), ['--server', String(redisPort)], { execArgv: ['--expose-gc'] });
   const { port } = await new Promise((resolve) => child.once('message', resolve));
@@ -232,9 +204,9 @@ async function driver() {
     timers.push(
       setTimeout(
         async () => {
-          await killRedis();
+          await redis.kill();
           await new Promise((res) => setTimeout(res, DOWN_S * 1000));
-          await startRedis();
+          await redis.restart();
           restarts++;
           console.log(`  Redis restarted at ${((Date.now() - started) / 1000).toFixed(0)} s`);
         },
@@ -284,7 +256,6 @@ async function driver() {
   );
   for (const [what, ok] of checks) console.log(`${ok ? 'PASS' : 'FAIL'} ${what}`);
   child.disconnect();
-  redis.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
+  await redis.stop();
   process.exit(checks.every(([, ok]) => ok) ? 0 : 1);
 }
