@@ -5,7 +5,12 @@
 // calls of BATCH consume decisions each go over 10,000 keys, and the instructions redis-server executed
 // in that span (the whole server: networking, the script, the commands) are divided by the decisions.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
-//   [--algorithm tb|fw|sw|sl] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200]
+//   [--algorithm tb|fw|sw|sl] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
+// --functions: the same script as a Redis Function (FUNCTION LOAD once, then FCALL instead of EVALSHA):
+// the generated script wrapped whole in a library (`#!lua name=sluice`, one registered function whose
+// keys and args are its KEYS and ARGV). --functions hoisted: the algorithms' definitions run once, at
+// FUNCTION LOAD, instead of at every call (see library()). --batch 1 gives the cost of a call
+// (with one decision): a call of b decisions costs about C + b * D.
 // Needs valgrind (callgrind_control, callgrind_annotate) on PATH.
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
@@ -22,6 +27,36 @@ const WINDOW = arg('window', '3600000');
 const BATCH = Number(arg('batch', 512));
 const BATCHES = Number(arg('batches', 200));
 const KEYS = 10_000;
+const at = process.argv.indexOf('--functions');
+const FUNCTIONS = at < 0 ? undefined : process.argv[at + 1] === 'hoisted' ? 'hoisted' : 'wrapped';
+
+/** The library FUNCTION LOAD takes: DECIDE_SCRIPT as the body of one function, or with its definitions hoisted out. */
+function library(mode) {
+  const head = '#!lua name=sluice\n';
+  if (mode === 'wrapped') return `${head}redis.register_function('sluice_decide', function(KEYS, ARGV)\n${DECIDE_SCRIPT}\nend)\n`;
+  // The definitions come first, then decide.lua, whose per-call part starts at `local now`.
+  const split = DECIDE_SCRIPT.search(/^local now\b/m);
+  if (split < 0) throw new Error('lua-instructions: the decide script has changed shape; update library()');
+  // While a library loads it sees no globals but a reduced `redis` (no string, math, redis.call): the
+  // files' top-level aliases (`local floor, format, call = math.floor, string.format, redis.call`, the
+  // same names for the same values in every file) become upvalues the function sets on its first call.
+  const aliases = new Map();
+  const defs = DECIDE_SCRIPT.slice(0, split).replace(/^local ([\w, ]+) = ([\w., ]+)$/gm, (_line, names, values) => {
+    const vs = values.split(',').map((v) => v.trim());
+    names.split(',').forEach((n, i) => {
+      const name = n.trim();
+      if (aliases.has(name) && aliases.get(name) !== vs[i]) throw new Error(`lua-instructions: ${name} aliases two values`);
+      aliases.set(name, vs[i]);
+    });
+    return '';
+  });
+  const names = [...aliases.keys()].join(', ');
+  const body = DECIDE_SCRIPT.slice(split);
+  return (
+    `${head}local ${names}\n${defs}\nredis.register_function('sluice_decide', function(KEYS, ARGV)\n` +
+    `if not call then ${names} = ${[...aliases.values()].join(', ')} end\n${body}\nend)\n`
+  );
+}
 
 const port = await freePort();
 const out = join(tmpdir(), `sluice-callgrind-${port}`);
@@ -43,11 +78,17 @@ try {
     }
   }
   const sha = await client.script('LOAD', DECIDE_SCRIPT);
+  if (FUNCTIONS) await client.call('FUNCTION', 'LOAD', 'REPLACE', library(FUNCTIONS));
   let n = 0;
   // One run of BATCH alike decisions (see lua/decide.lua): count, op, cost, one policy, spec 1.
-  const call = () => {
+  const call = async () => {
     const keys = Array.from({ length: BATCH }, () => `b:{k${n++ % KEYS}}:p`);
-    return client.evalsha(sha, BATCH, ...keys, '', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1');
+    const args = ['', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];
+    const reply = FUNCTIONS
+      ? await client.call('FCALL', 'sluice_decide', BATCH, ...keys, ...args)
+      : await client.evalsha(sha, BATCH, ...keys, ...args);
+    // Both forms must decide alike: every decision of a call answered, each allowed (limits far above use).
+    if (reply.length !== 3 * BATCH || reply[2] !== 0) throw new Error(`unexpected reply: ${reply.slice(0, 6)}`);
   };
   while (n < KEYS) await call();
   execFileSync('callgrind_control', ['-z', String(proc.pid)], { stdio: 'ignore' });
@@ -59,8 +100,10 @@ try {
     .at(-1);
   const annotated = execFileSync('callgrind_annotate', [join(tmpdir(), dump)], { encoding: 'utf8', maxBuffer: 1e8 });
   const total = Number(/([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS/.exec(annotated)[1].replace(/,/g, ''));
+  const f = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
-    `${ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ${Math.round(total / (BATCHES * BATCH)).toLocaleString('en-US')} instructions per decision`,
+    `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
+      `${f(total / (BATCHES * BATCH))} instructions per decision, ${f(total / BATCHES)} per call`,
   );
   // One file per algorithm: each is its own run (--algorithm picks one).
   const { writeResults } = await import('./results.mjs');
