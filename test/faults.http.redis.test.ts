@@ -167,7 +167,7 @@ async function flood(app: App, fault: () => unknown): Promise<Answer[]> {
  * share the store's circuit breaker, so once the app's calls have timed out the route's does not wait
  * out a timeout of its own (Fastify merges the route's options over the plugin's: one limiter).
  */
-function expectFailModes(app: App, answers: Answer[], baseline: App['served']) {
+function expectFailModes(app: App, answers: Answer[], baseline: App['served'], fallbacksBefore: number) {
   expect(answers).toHaveLength(200);
   expect(app.served).toHaveLength(200);
   const slowest = (served: App['served'], path: string) => Math.max(...served.filter((s) => s.path === path).map((s) => s.ms));
@@ -188,7 +188,8 @@ function expectFailModes(app: App, answers: Answer[], baseline: App['served']) {
   expect(open.every((a) => a.policy !== null && a.rateLimit === null)).toBe(true);
   const admitted = login.filter((a) => a.status === 200).length;
   expect(admitted).toBeLessThanOrEqual(FALLBACK);
-  expect(admitted).toBeGreaterThan(0);
+  // A machine so busy that baseline calls timed out has spent fallback units before the fault.
+  if (fallbacksBefore === 0) expect(admitted).toBeGreaterThan(0);
   expect(login.every((a) => a.status === 200 || a.status === 429)).toBe(true);
 }
 
@@ -227,20 +228,22 @@ skipOwn.each(frameworks)('%s: Redis faults under 200 concurrent HTTP requests', 
   it('paused Redis: every request answers within timeout + 150 ms, no 5xx; open route 2xx, closed route at most its fallback', async () => {
     await flood(app, () => {});
     const baseline = [...app.served];
+    const fallbacksBefore = app.events.filter((e) => e.type === 'fallback').length;
     let answers: Answer[];
     try {
       answers = await flood(app, () => server.pause());
     } finally {
       server.resume();
     }
-    expectFailModes(app, answers, baseline);
+    expectFailModes(app, answers, baseline, fallbacksBefore);
     expect(app.events.some((e) => e.type === 'store-error')).toBe(true);
   });
 
   it('killed then restarted Redis: fail modes during the outage, the store again within 2 s of the restart', async () => {
     await flood(app, () => {});
     const baseline = [...app.served];
-    expectFailModes(app, await flood(app, () => server.kill()), baseline);
+    const fallbacksBefore = app.events.filter((e) => e.type === 'fallback').length;
+    expectFailModes(app, await flood(app, () => server.kill()), baseline, fallbacksBefore);
     await server.restart();
     const restarted = performance.now();
     while (!(await fromStore(app.url)) && performance.now() - restarted < 3000) await sleep(20);
