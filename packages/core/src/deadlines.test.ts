@@ -7,7 +7,10 @@ import { createDeadlines } from './deadlines.js';
 function deadlines(ms: number) {
   const watch = createDeadlines(ms, () => new Error('timed out'));
   return <T>(promise: Promise<T>) =>
-    new Promise<T>((resolve, reject) => watch(promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))));
+    new Promise<T>((resolve, reject) => {
+      const answer = watch<T>((error, value) => (error === undefined ? resolve(value as T) : reject(error)));
+      promise.then((value) => answer(undefined, value), answer);
+    });
 }
 
 const never = () => new Promise<never>(() => {});
@@ -51,9 +54,13 @@ describe('createDeadlines', () => {
     const watch = createDeadlines(10, () => new Error('timed out'));
     const calls: unknown[][] = [[], [], []];
     const slow = manual<string>();
-    watch(Promise.resolve(1), (...args) => calls[0]?.push(args));
-    watch(Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
-    watch(slow.promise, (...args) => calls[2]?.push(args));
+    const on = <T>(promise: Promise<T>, i: number) => {
+      const answer = watch<T>((...args) => calls[i]?.push(args));
+      promise.then((value) => answer(undefined, value), answer);
+    };
+    on(Promise.resolve(1), 0);
+    on(Promise.reject(new Error('boom')), 1);
+    on(slow.promise, 2);
     while (calls[2]?.length === 0) await later(5, null);
     slow.resolve('late'); // a reply after its deadline's answer is not a second answer
     await later(5, null);

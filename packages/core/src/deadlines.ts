@@ -18,11 +18,11 @@ export type Settle<T> = (error: unknown, value?: T) => void;
  * the order they started) instead of a timer set and cleared per call. Calls in flight form a linked
  * list that a call leaves as soon as it settles, so nothing is held past its answer. A call whose time
  * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
- * process was late to its timers still counts. A callback rather than a new promise per call: this is
- * on every decision's path.
- * @example const watch = createDeadlines(50, () => new Error('timed out')); watch(store.decide(r), (e, reply) => ...);
+ * process was late to its timers still counts. Callbacks rather than a promise per call: this is on
+ * every decision's path.
+ * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch((e, reply) => ...));
  */
-export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise: Promise<T>, done: Settle<T>) => void {
+export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Settle<T>) => Settle<T> {
   let head: Call | undefined;
   let tail: Call | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -65,15 +65,15 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(promise:
     return true;
   }
 
-  return function watch<T>(promise: Promise<T>, done: Settle<T>): void {
+  /** Starts a call's deadline; the call's own answer goes to the callback returned, which passes on only a first answer. */
+  return function watch<T>(done: Settle<T>): Settle<T> {
     const call: Call = { at: performance.now() + ms, prev: tail, next: undefined, state: 'waiting', done };
     if (tail === undefined) head = call;
     else tail.next = call;
     tail = call;
     if (timer === undefined) timer = setTimeout(fire, ms);
-    promise.then(
-      (value) => settle(call) && done(undefined, value),
-      (error: unknown) => settle(call) && done(error),
-    );
+    return (error, value) => {
+      if (settle(call)) done(error, value);
+    };
   };
 }

@@ -26,8 +26,7 @@ export interface RedisStoreOptions {
 
 interface Pending {
   request: StoreRequest;
-  resolve: (reply: StoreReply) => void;
-  reject: (error: unknown) => void;
+  done: (error: unknown, reply?: StoreReply) => void;
 }
 
 /** Fewest decisions a flush is split down to, so that per-call costs stay small beside per-decision ones. */
@@ -199,13 +198,14 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
 
+  const decideWith = (request: StoreRequest, done: Pending['done']): void => {
+    if (queue.push({ request, done }) === 1) setImmediate(flush);
+  };
   return {
     local: false,
-    decide(request) {
-      return new Promise<StoreReply>((resolve, reject) => {
-        if (queue.push({ request, resolve, reject }) === 1) setImmediate(flush);
-      });
-    },
+    decide: (request) =>
+      new Promise<StoreReply>((resolve, reject) => decideWith(request, (error, reply) => (reply === undefined ? reject(error) : resolve(reply)))),
+    decideWith,
     async reset(keys) {
       if (keys.length === 0) return;
       if (!cluster) {
@@ -236,7 +236,7 @@ export function redisStore(options: RedisStoreOptions): Store {
  */
 function settle(batch: Pending[], reply: number[], wall: number): void {
   let at = 0;
-  for (const { request, resolve } of batch) {
+  for (const { request, done } of batch) {
     let allowed = true;
     const n = request.policies.length;
     const states: PolicyState[] = new Array(n);
@@ -250,10 +250,10 @@ function settle(batch: Pending[], reply: number[], wall: number): void {
       const { period, timeZone } = request.policies[i] as Policy;
       if (period) (states[i] as PolicyState).windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
     }
-    resolve({ allowed, states });
+    done(undefined, { allowed, states });
   }
 }
 
 function fail(batch: Pending[], error: unknown): void {
-  for (const { reject } of batch) reject(error);
+  for (const { done } of batch) done(error);
 }

@@ -37,7 +37,7 @@ export function createStoreCall(
     return {
       allow: () => true,
       decide: (request, _now, answer) =>
-        store.decide(request).then(
+        void store.decide(request).then(
           (reply) => answer(undefined, reply, 0),
           (e: unknown) => answer(asError(e), undefined, 0),
         ),
@@ -68,7 +68,9 @@ export function createStoreCall(
           answer(undefined, reply, end - now);
         }
       };
-      watch(store.decide(request), done);
+      const answered = watch(done);
+      if (store.decideWith !== undefined) store.decideWith(request, answered);
+      else store.decide(request).then((reply) => answered(undefined, reply), answered);
     },
     close: () => held?.release(),
   };
