@@ -204,7 +204,9 @@ export function redisStore(options: RedisStoreOptions): Store {
   return {
     local: false,
     decide: (request) =>
-      new Promise<StoreReply>((resolve, reject) => decideWith(request, (error, reply) => (reply === undefined ? reject(error) : resolve(reply)))),
+      new Promise<StoreReply>((resolve, reject) =>
+        decideWith(request, (error, reply) => (reply === undefined ? reject(error) : resolve(reply))),
+      ),
     decideWith,
     async reset(keys) {
       if (keys.length === 0) return;
