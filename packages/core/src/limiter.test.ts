@@ -49,6 +49,22 @@ describe('consume / peek / reset (memory)', () => {
     expect(store.size).toBeLessThanOrEqual(100);
   });
 
+  test('memoryStore drops expired keys as it takes new ones, long before it needs the room', async () => {
+    let now = 1_000_000;
+    const store = memoryStore({ maxKeys: 100_000, clock: () => now });
+    const l = createLimiter({ policy: '5/1s', store });
+    // Keys taken now and then, as a fallback takes them in outages: each burst's keys expire before the next.
+    for (let burst = 0; burst < 10; burst++) {
+      for (let i = 0; i < 500; i++) await l.consume(`b${burst}-${i}`);
+      now += 60_000;
+    }
+    // Without the sweep all 5,000 stay; with it, at most the last burst and what the sweep has yet to reach of the one before.
+    expect(store.size).toBeLessThanOrEqual(1_000);
+    // Live keys are kept: the last burst is still counted.
+    now -= 60_000;
+    expect((await l.peek('b9-0')).remaining).toBe(4);
+  });
+
   test('memoryStore evicts the least recently used first', async () => {
     const store = memoryStore({ maxKeys: 4 });
     const l = createLimiter({ policy: '1/1m', store });

@@ -10,6 +10,9 @@ export interface MemoryStoreOptions {
   clock?: () => number;
 }
 
+/** Keys of `recent` that each key taken in looks at, dropping the expired ones. */
+const SWEEP = 2;
+
 interface Entry {
   state: unknown;
   expiresAt: number;
@@ -38,20 +41,37 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       entry = older.get(key);
       if (entry === undefined) return undefined;
       older.delete(key);
-      if (entry.expiresAt > now) keep(key, entry);
+      if (entry.expiresAt > now) keep(key, entry, now);
     }
     return entry.expiresAt > now ? entry.state : undefined;
   }
 
-  function keep(key: string, entry: Entry): void {
+  // Expired keys go as the store goes: each key taken in also looks at the next SWEEP keys of `recent`,
+  // in a pass that starts over when it reaches the end, and drops those that expired. So a store that
+  // takes keys only now and then (a fallback during outages) does not hold every expired one until it
+  // needs the room. Keys in `older` expire when read, or go with their generation.
+  let sweep: IterableIterator<[string, Entry]> = recent.entries();
+
+  function keep(key: string, entry: Entry, now: number): void {
     recent.set(key, entry);
     if (recent.size >= generation) {
       older = recent;
       recent = new Map();
+      sweep = recent.entries();
+      return;
+    }
+    for (let i = 0; i < SWEEP; i++) {
+      let next = sweep.next();
+      if (next.done) {
+        sweep = recent.entries();
+        next = sweep.next();
+      }
+      const [k, e] = next.value as [string, Entry];
+      if (e.expiresAt <= now) recent.delete(k);
     }
   }
 
-  function write(key: string, state: unknown, expiresAt: number): void {
+  function write(key: string, state: unknown, expiresAt: number, now: number): void {
     const entry = recent.get(key);
     if (entry !== undefined) {
       entry.state = state;
@@ -59,7 +79,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return;
     }
     older.delete(key);
-    keep(key, { state, expiresAt });
+    keep(key, { state, expiresAt }, now);
   }
 
   function decideNow(request: StoreRequest): StoreReply {
@@ -86,7 +106,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     }
     for (let i = 0; i < n; i++) {
       const { remaining, resetMs, retryAfterMs, next, windowMs } = steps[i]!;
-      if (next) write(keys[i]!, next.state, now + next.ttlMs);
+      if (next) write(keys[i]!, next.state, now + next.ttlMs, now);
       states.push(windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs });
     }
     return { allowed, states };
@@ -100,8 +120,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     if (delta !== undefined) {
       for (let i = 0; i < n; i++) {
         const next = ALGORITHMS[policies[i]!.algorithm].adjust(read(keys[i]!, now) as never, now, policies[i]!, delta, slot);
-        if (next === null) write(keys[i]!, undefined, now);
-        else if (next !== undefined) write(keys[i]!, next.state, now + next.ttlMs);
+        if (next === null) write(keys[i]!, undefined, now, now);
+        else if (next !== undefined) write(keys[i]!, next.state, now + next.ttlMs, now);
       }
     }
     // A release (concurrent policies only, never mixed with rate ones in an adjust): zeros, as the Lua answers.
@@ -121,10 +141,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     if (delta === undefined && allowed) {
       for (let i = 0; i < n; i++) {
         const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, true, slot);
-        if (step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs);
+        if (step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs, now);
         states[i] = { remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs };
       }
-      if (idTtlMs > 0) write(keys[n]!, true, now + Math.ceil(idTtlMs));
+      if (idTtlMs > 0) write(keys[n]!, true, now + Math.ceil(idTtlMs), now);
     }
     return { allowed, states };
   }
