@@ -208,7 +208,9 @@ describe('the packed packages', () => {
       repository: { type: 'git', directory: `packages/${pkg}` },
       engines: { node: expect.any(String) },
     });
-    for (const field of ['description', 'homepage', 'author']) expect(typeof manifest[field]).toBe('string');
+    for (const field of ['description', 'author']) expect(typeof manifest[field]).toBe('string');
+    // The package's own page, not another package's.
+    expect(manifest.homepage).toMatch(new RegExp(`/packages/${pkg}#readme$`));
     expect(typeof manifest.bugs?.url).toBe('string');
     expect(manifest.keywords.length).toBeGreaterThan(0);
     // pnpm pack turned workspace:* into the version, or npm could not have installed it.

@@ -79,6 +79,17 @@ describe('consume(key, { policy })', () => {
     expect((await l.consume('v', { policy: new Plan(3) as never })).limit).toBe(3);
   });
 
+  it('a plan object in use while the cache lets its set go is parsed again: a reset reaches its denials', async () => {
+    const l = createLimiter({ store: remote(clock) });
+    const plan = () => ({ limit: 1, window: '1h' });
+    expect((await l.consume('u', { policy: plan() })).allowed).toBe(true);
+    expect((await l.consume('u', { policy: plan() })).allowed).toBe(false); // held by the deny cache
+    // 1,000 other plans (lists, which only the cache keeps) push the plan's set out of the cache.
+    for (let i = 0; i < 1_000; i++) await l.consume(`other-${i}`, { policy: [{ limit: 2 + i, window: '1h' }] });
+    await l.reset('u', { policy: plan() });
+    expect((await l.consume('u', { policy: plan() })).allowed).toBe(true);
+  });
+
   it("a rate plan's counters are its own: flipping plans returns to the old plan's counters, not a fresh bucket", async () => {
     const l = createLimiter({ store: memoryStore({ clock }) });
     for (let i = 0; i < 2; i++) await l.consume('u', { policy: '2/1h' });

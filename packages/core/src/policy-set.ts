@@ -93,7 +93,18 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
     const policies = parsePolicies(input, 'policy');
     return own !== undefined && setId(policies) === ownId ? own : policySet(policies, o, String(++made), 'policy');
   };
+  // The plan objects seen last, by their fields: a plan object built per request matches one of them
+  // field by field, with no key string built (most apps have a few plans).
+  const recent: { names: string[]; values: unknown[]; set: PolicySet }[] = [];
   const get = (input: unknown): PolicySet => {
+    const seen = recent.length > 0 ? recentMatch(recent, input) : undefined;
+    if (seen !== undefined) return seen;
+    const set = lookup(input);
+    const fields = plainFields(input);
+    if (fields !== undefined && recent.unshift({ ...fields, set }) > RECENT) recent.pop();
+    return set;
+  };
+  const lookup = (input: unknown): PolicySet => {
     const string = typeof input === 'string';
     const key = string ? input : contentKey(input);
     if (key === undefined) return build(input);
@@ -101,7 +112,13 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
     let set = sets.get(key);
     if (set === undefined) {
       set = build(input);
-      if (sets.size >= MAX_SETS) sets.delete(sets.keys().next().value as string);
+      if (sets.size >= MAX_SETS) {
+        const oldest = sets.keys().next().value as string;
+        const gone = sets.get(oldest);
+        sets.delete(oldest);
+        // A set the cache let go is not answered from memory either: a reset no longer reaches its denials.
+        for (let i = recent.length - 1; i >= 0; i--) if (recent[i]?.set === gone) recent.splice(i, 1);
+      }
       sets.set(key, set);
     }
     return set;
@@ -113,6 +130,46 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
       yield* contents.values();
     },
   };
+}
+
+/** Plan objects remembered by their fields (see createPolicyCache). */
+const RECENT = 4;
+
+/** The first of `recent` whose fields are `input`'s, in order, with the same values; else undefined. */
+function recentMatch(recent: readonly { names: string[]; values: unknown[]; set: PolicySet }[], input: unknown): PolicySet | undefined {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
+  const proto = Object.getPrototypeOf(input);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  for (const r of recent) {
+    let i = 0;
+    let same = true;
+    for (const name in input) {
+      if (r.names[i] !== name || r.values[i] !== (input as Record<string, unknown>)[name]) {
+        same = false;
+        break;
+      }
+      i++;
+    }
+    if (same && i === r.names.length) return r.set;
+  }
+  return undefined;
+}
+
+/** A plain object's field names and values when every value is a string, number, boolean, null or undefined; else undefined. */
+function plainFields(input: unknown): { names: string[]; values: unknown[] } | undefined {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
+  const proto = Object.getPrototypeOf(input);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const names: string[] = [];
+  const values: unknown[] = [];
+  for (const name in input) {
+    const v = (input as Record<string, unknown>)[name];
+    if (v !== null && typeof v === 'object') return undefined;
+    if (typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint') return undefined;
+    names.push(name);
+    values.push(v);
+  }
+  return { names, values };
 }
 
 /** What makes two sets decide alike: ids, limits and names ('"' is in none of them). */
