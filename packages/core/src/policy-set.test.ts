@@ -81,7 +81,7 @@ describe('consume(key, { policy })', () => {
 
   it('a plan object in use while the cache lets its set go is parsed again: a reset reaches its denials', async () => {
     const l = createLimiter({ store: remote(clock) });
-    const plan = () => ({ limit: 1, window: '1h' });
+    const plan = (): PolicyInput => ({ limit: 1, window: '1h' });
     expect((await l.consume('u', { policy: plan() })).allowed).toBe(true);
     expect((await l.consume('u', { policy: plan() })).allowed).toBe(false); // held by the deny cache
     // 1,000 other plans (lists, which only the cache keeps) push the plan's set out of the cache.
