@@ -38,24 +38,42 @@ end
 -- The period counted in and its count: the stored one when a clock stepped back into it.
 local function calendar_state(key, now, starts)
   local start, finish = calendar_period(now, starts)
-  local stored, e, c = fields(call('GET', key))
-  if stored ~= nil and stored >= start then return stored, e, c, true end
+  local raw = call('GET', key)
+  if raw then
+    -- "start end count" in one match: cheaper than the prelude's general fields() for three fields.
+    local s, e, c = string.match(raw, '^(%S+) (%S+) (%S+)$')
+    s = tonumber(s)
+    if s and s >= start then return s, tonumber(e), tonumber(c), true end
+  end
   return start, finish, 0, false
 end
 
+-- The state string of a period and its count.
+local function calendar_value(start, finish, count)
+  if count == count - count % 1 then return format('%d %d %d', start, finish, count) end
+  return format('%d %d %.17g', start, finish, count)
+end
+
+-- Arithmetic inline, as in token_bucket: for any number y, y + (-y) % 1 is y rounded up.
 local function calendar(key, now, limit, starts, burst, cost, apply)
   local start, finish, count, same = calendar_state(key, now, starts)
-  local endsUs = math.max(1, math.ceil((finish - now) * 1000))
-  local ends = math.ceil(endsUs / 1000)
+  local endsUs = (finish - now) * 1000
+  endsUs = endsUs + (-endsUs) % 1
+  if endsUs < 1 then endsUs = 1 end
+  local ends = endsUs / 1000
+  ends = ends + (-ends) % 1
   local ok = count + cost <= limit
   if ok and apply then
     count = count + cost
     -- Within the stored period the key already expires at its end.
-    put(key, format('%d %d ', start, finish) .. num(count), same, ends)
+    put(key, calendar_value(start, finish, count), same, ends)
   end
   local retry = 0
   if not ok then retry = endsUs end
-  return ok, math.max(0, math.floor(limit - count)), ends, retry
+  local remaining = limit - count
+  remaining = remaining - remaining % 1
+  if remaining < 0 then remaining = 0 end
+  return ok, remaining, ends, retry
 end
 
 -- adjust: the current period's count moves by delta, never below 0.
@@ -68,5 +86,5 @@ local function calendar_adjust(key, now, limit, starts, burst, delta)
     call('DEL', key)
     return
   end
-  put(key, format('%d %d ', start, finish) .. num(after), same, math.ceil(math.max(1, math.ceil((finish - now) * 1000)) / 1000))
+  put(key, calendar_value(start, finish, after), same, math.ceil(math.max(1, math.ceil((finish - now) * 1000)) / 1000))
 end
