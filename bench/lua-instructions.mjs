@@ -5,7 +5,9 @@
 // calls of BATCH consume decisions each go over 10,000 keys, and the instructions redis-server executed
 // in that span (the whole server: networking, the script, the commands) are divided by the decisions.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
-//   [--algorithm tb|fw|sw|sl] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
+//   [--algorithm tb|fw|sw|sl|ca] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
+// A calendar quota (ca) takes its candidate period starts as --window (see lua/calendar.lua), e.g. a UTC
+// day's: --window "$(node -e 'const d=864e5,m=Math.floor(Date.now()/d)*d;console.log([m-d,m,m+d,m+2*d].join(" "))')"
 // --functions: the same script as a Redis Function (FUNCTION LOAD once, then FCALL instead of EVALSHA):
 // the generated script wrapped whole in a library (`#!lua name=sluice`, one registered function whose
 // keys and args are its KEYS and ARGV). --functions hoisted: the algorithms' definitions run once, at
