@@ -1,83 +1,89 @@
-// Node CPU per decision of two builds (or two modes) side by side: runs alternate, A then B, each a
-// fresh process on a fresh redis-server, and the ratio B / A is taken per pair. On this shared VM one
-// run's Node CPU per decision moves by a quarter from one minute to the next; pairs a few seconds apart
-// see the same machine. A run: 512 calls of consume() in flight over 10,000 keys, 1 s of warm-up, then
-// --seconds measured; it prints Node CPU µs per decision (this process, the loop included).
+// Node CPU per decision of two builds (or two modes) side by side, in one process: both builds'
+// @sluice/core are loaded (each a module of its own, with a client of its own on one redis-server), and
+// short slices of A and B alternate, so that both see the same machine, the same Redis and a warm JIT.
+// On this shared VM one run's Node CPU per decision moves by a quarter from one minute to the next;
+// slices a second apart do not. A slice: 512 calls of consume() in flight over 10,000 keys for --slice
+// ms; its figure is this process' CPU µs per decision (the loop included). The ratio B / A is taken
+// per round (one slice of each, in an order that alternates).
 //   --a DIR, --b DIR    checkouts whose packages/core is built (default: this one); DIR may be a git
 //                       worktree of an older commit (git worktree add ../old <commit>; pnpm i; pnpm build)
 //   --mode-a, --mode-b  tb (the limiter's own token bucket, the default), call (the same policy given
 //                       per call, as a plan object built per request) or day (a calendar quota)
-// Usage: pnpm build && node bench/pair.mjs [--a DIR] [--b DIR] [--mode-a tb] [--mode-b tb] [--pairs 8] [--seconds 2]
-import { execFileSync } from 'node:child_process';
+// Usage: pnpm build && node bench/pair.mjs [--a DIR] [--b DIR] [--mode-a tb] [--mode-b tb] [--rounds 20] [--slice 500]
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import Redis from 'ioredis';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
-const SECONDS = Number(arg('seconds', 2));
-const MODES = { tb: { limit: 1_000_000, window: '1h' }, call: { limit: 1_000_000, window: '1h' }, day: '1000000000/day' };
+const ROUNDS = Number(arg('rounds', 20));
+const SLICE_MS = Number(arg('slice', 500));
+const PLAN = { limit: 1_000_000, window: '1h' };
+const MODES = ['tb', 'call', 'day'];
 
-if (process.argv[2] === '--run') await run(process.argv[3], process.argv[4]);
-else driver();
+const redis = await startRedis();
+let offStore = 0;
 
-async function run(dir, mode) {
+/** One side: a build's limiter in a mode, and a loop that runs it for a slice. */
+async function side(name, dir, mode, prefix) {
+  if (!MODES.includes(mode)) throw new Error(`--mode-${name} is tb, call or day, got ${JSON.stringify(mode)}`);
   const { createLimiter, redisStore } = await import(pathToFileURL(resolve(dir, 'packages/core/dist/esm/index.js')).href);
-  const redis = await startRedis();
-  const perCall = mode === 'call';
+  const client = new Redis({ port: redis.port });
+  // The store refuses calls before its client's first connect.
+  await new Promise((ready, fail) => client.once('ready', ready).once('error', fail));
   const limiter = createLimiter({
-    ...(perCall ? {} : { policy: MODES[mode] }),
-    store: redisStore({ client: redis.client }),
-    prefix: 'pair',
+    ...(mode === 'call' ? {} : { policy: mode === 'day' ? '1000000000/day' : PLAN }),
+    store: redisStore({ client }),
+    prefix,
     timeout: 10_000,
   });
-  let n = 0;
-  let offStore = 0;
-  const loop = async (ms) => {
-    const end = performance.now() + ms;
-    await Promise.all(
-      Array.from({ length: 512 }, async () => {
-        while (performance.now() < end) {
-          const key = `k${n++ % 10_000}`;
-          const d = await (perCall ? limiter.consume(key, { policy: { limit: 1_000_000, window: '1h' } }) : limiter.consume(key));
-          if (d.source !== 'store') offStore++;
-        }
-      }),
-    );
+  const consume =
+    mode === 'call' ? (key) => limiter.consume(key, { policy: { limit: 1_000_000, window: '1h' } }) : (key) => limiter.consume(key);
+  return {
+    label: `${dir} (${mode})`,
+    async slice(ms) {
+      let n = 0;
+      const end = performance.now() + ms;
+      const cpu = process.cpuUsage();
+      await Promise.all(
+        Array.from({ length: 512 }, async () => {
+          while (performance.now() < end) {
+            const d = await consume(`k${n++ % 10_000}`);
+            if (d.source !== 'store') offStore++;
+          }
+        }),
+      );
+      const used = process.cpuUsage(cpu);
+      return (used.user + used.system) / n;
+    },
+    async close() {
+      await limiter.close();
+      client.disconnect();
+    },
   };
-  await loop(1000);
-  n = 0;
-  const cpu = process.cpuUsage();
-  await loop(SECONDS * 1000);
-  const used = process.cpuUsage(cpu);
-  await limiter.close();
-  redis.stop();
-  if (offStore > 0) throw new Error(`${offStore} decisions did not come from Redis: the figure is void`);
-  console.log(((used.user + used.system) / n).toFixed(3));
-  process.exit(0);
 }
 
-function driver() {
-  const a = { dir: resolve(arg('a', here)), mode: arg('mode-a', 'tb') };
-  const b = { dir: resolve(arg('b', here)), mode: arg('mode-b', 'tb') };
-  for (const m of [a.mode, b.mode]) if (!(m in MODES)) throw new Error(`a mode is tb, call or day, got ${JSON.stringify(m)}`);
-  const pairs = Number(arg('pairs', 8));
-  const once = (side) =>
-    Number(
-      execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--run', side.dir, side.mode, '--seconds', String(SECONDS)], {
-        encoding: 'utf8',
-      }),
-    );
-  console.log(`A: ${a.dir} (${a.mode}); B: ${b.dir} (${b.mode}); ${pairs} pairs of ${SECONDS} s runs`);
-  console.log('| pair | A µs | B µs | B / A |\n| ---: | ---: | ---: | ---: |');
-  const ratios = [];
-  for (let i = 1; i <= pairs; i++) {
-    const x = once(a);
-    const y = once(b);
-    ratios.push(y / x);
-    console.log(`| ${i} | ${x.toFixed(2)} | ${y.toFixed(2)} | ${(y / x).toFixed(3)} |`);
-  }
-  ratios.sort((p, q) => p - q);
-  const median = ratios[Math.floor(ratios.length / 2)];
-  console.log(`\nB / A, Node CPU per decision: median ${median.toFixed(3)} (${ratios[0].toFixed(3)}–${ratios.at(-1).toFixed(3)})`);
+const a = await side('a', resolve(arg('a', here)), arg('mode-a', 'tb'), 'pair-a');
+const b = await side('b', resolve(arg('b', here)), arg('mode-b', 'tb'), 'pair-b');
+console.log(`A: ${a.label}\nB: ${b.label}\n${ROUNDS} rounds of one ${SLICE_MS} ms slice each, the order alternating`);
+await a.slice(1000);
+await b.slice(1000);
+const rows = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const first = r % 2 === 0;
+  const x = first ? await a.slice(SLICE_MS) : undefined;
+  const y = await b.slice(SLICE_MS);
+  const ax = x ?? (await a.slice(SLICE_MS));
+  rows.push({ a: ax, b: y, ratio: y / ax });
 }
+await a.close();
+await b.close();
+redis.stop();
+if (offStore > 0) throw new Error(`${offStore} decisions did not come from Redis: the figures are void`);
+const sorted = (xs) => [...xs].sort((p, q) => p - q);
+const mid = (xs) => sorted(xs)[Math.floor(xs.length / 2)];
+const span = (xs) => `${mid(xs).toFixed(3)} (${sorted(xs)[0].toFixed(3)}–${sorted(xs).at(-1).toFixed(3)})`;
+console.log(`A µs per decision: ${span(rows.map((r) => r.a))}`);
+console.log(`B µs per decision: ${span(rows.map((r) => r.b))}`);
+console.log(`B / A per round: median ${span(rows.map((r) => r.ratio))}`);
