@@ -99,16 +99,15 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
   const get = (input: unknown): PolicySet => {
     const seen = recent.length > 0 ? recentMatch(recent, input) : undefined;
     if (seen !== undefined) return seen;
-    const set = lookup(input);
+    if (typeof input === 'string') return cached(strings, input, input);
     const fields = plainFields(input);
+    const key = fields !== undefined ? fieldsKey(fields) : Array.isArray(input) ? listKey(input) : undefined;
+    if (key === undefined) return build(input);
+    const set = cached(contents, key, input);
     if (fields !== undefined && recent.unshift({ ...fields, set }) > RECENT) recent.pop();
     return set;
   };
-  const lookup = (input: unknown): PolicySet => {
-    const string = typeof input === 'string';
-    const key = string ? input : contentKey(input);
-    if (key === undefined) return build(input);
-    const sets = string ? strings : contents;
+  const cached = (sets: Map<string, PolicySet>, key: string, input: unknown): PolicySet => {
     let set = sets.get(key);
     if (set === undefined) {
       set = build(input);
@@ -135,16 +134,21 @@ export function createPolicyCache(own: PolicySet | undefined, o: PolicySetOption
 /** Plan objects remembered by their fields (see createPolicyCache). */
 const RECENT = 4;
 
+/** A plain object: not an array, and its prototype Object.prototype or null (not a class instance). */
+function isPlain(o: unknown): o is Record<string, unknown> {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return false;
+  const proto = Object.getPrototypeOf(o);
+  return proto === Object.prototype || proto === null;
+}
+
 /** The first of `recent` whose fields are `input`'s, in order, with the same values; else undefined. */
 function recentMatch(recent: readonly { names: string[]; values: unknown[]; set: PolicySet }[], input: unknown): PolicySet | undefined {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
-  const proto = Object.getPrototypeOf(input);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+  if (!isPlain(input)) return undefined;
   for (const r of recent) {
     let i = 0;
     let same = true;
     for (const name in input) {
-      if (r.names[i] !== name || r.values[i] !== (input as Record<string, unknown>)[name]) {
+      if (r.names[i] !== name || r.values[i] !== input[name]) {
         same = false;
         break;
       }
@@ -157,13 +161,11 @@ function recentMatch(recent: readonly { names: string[]; values: unknown[]; set:
 
 /** A plain object's field names and values when every value is a string, number, boolean, null or undefined; else undefined. */
 function plainFields(input: unknown): { names: string[]; values: unknown[] } | undefined {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
-  const proto = Object.getPrototypeOf(input);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+  if (!isPlain(input)) return undefined;
   const names: string[] = [];
   const values: unknown[] = [];
   for (const name in input) {
-    const v = (input as Record<string, unknown>)[name];
+    const v = input[name];
     if (v !== null && typeof v === 'object') return undefined;
     if (typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint') return undefined;
     names.push(name);
@@ -176,38 +178,38 @@ function plainFields(input: unknown): { names: string[]; values: unknown[] } | u
 const setId = (policies: readonly Policy[]): string => policies.map((p) => `${p.id}"${p.limit}"${p.name}`).join('"');
 
 /**
- * A key for a policy object, or an array of policies, from its contents; undefined for anything else (a
- * class instance, a value that is not a string, number, boolean or null), which is then parsed every time.
- * Built by hand, not by JSON.stringify (4x slower, and silent about functions): keys and strings are
- * length-prefixed and each value tagged, so that no two contents share a key.
+ * The cache key of a plan object's fields, or of a list of policies (strings and plan objects); undefined
+ * for a list holding anything else (a class instance, an object with a value that is not a string,
+ * number, boolean, null or undefined), which is then parsed every time. Built by hand, not by
+ * JSON.stringify (4x slower, and silent about functions): names and strings are length-prefixed and
+ * each value tagged, so that no two contents share a key.
  */
-function contentKey(input: unknown): string | undefined {
-  if (!Array.isArray(input)) return objectKey(input);
-  let key = '[';
-  for (const item of input) {
-    const k = typeof item === 'string' ? `${item.length}'${item}` : objectKey(item);
-    if (k === undefined) return undefined;
-    key += k;
-  }
-  return key;
-}
-
-function objectKey(o: unknown): string | undefined {
-  if (o === null || typeof o !== 'object') return undefined;
-  const proto = Object.getPrototypeOf(o);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+function fieldsKey({ names, values }: { names: string[]; values: unknown[] }): string {
   let key = '{';
-  for (const name in o) {
-    const v = (o as Record<string, unknown>)[name];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    const v = values[i];
     key += `${name.length}:${name}`;
     if (typeof v === 'number') key += `n${v},`;
     else if (typeof v === 'string') key += `s${v.length}:${v}`;
     else if (typeof v === 'boolean') key += v ? 't' : 'f';
-    else if (v === undefined) key += 'u';
-    else if (v === null) key += 'z';
-    else return undefined;
+    else key += v === undefined ? 'u' : 'z';
   }
   return `${key}}`;
+}
+
+function listKey(input: readonly unknown[]): string | undefined {
+  let key = '[';
+  for (const item of input) {
+    if (typeof item === 'string') {
+      key += `${item.length}'${item}`;
+      continue;
+    }
+    const fields = plainFields(item);
+    if (fields === undefined) return undefined;
+    key += fieldsKey(fields);
+  }
+  return key;
 }
 
 /**
