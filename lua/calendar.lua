@@ -54,14 +54,20 @@ local function calendar_value(start, finish, count)
   return format('%d %d %.17g', start, finish, count)
 end
 
--- Arithmetic inline, as in token_bucket: for any number y, y + (-y) % 1 is y rounded up.
-local function calendar(key, now, limit, starts, burst, cost, apply)
-  local start, finish, count, same = calendar_state(key, now, starts)
+-- The period's end from now, in whole µs (at least 1) and in whole ms from that, so that retry and
+-- reset round alike. Arithmetic inline, as in token_bucket: for any number y, y + (-y) % 1 is y
+-- rounded up.
+local function calendar_ends(finish, now)
   local endsUs = (finish - now) * 1000
   endsUs = endsUs + (-endsUs) % 1
   if endsUs < 1 then endsUs = 1 end
   local ends = endsUs / 1000
-  ends = ends + (-ends) % 1
+  return endsUs, ends + (-ends) % 1
+end
+
+local function calendar(key, now, limit, starts, burst, cost, apply)
+  local start, finish, count, same = calendar_state(key, now, starts)
+  local endsUs, ends = calendar_ends(finish, now)
   local ok = count + cost <= limit
   if ok and apply then
     count = count + cost
@@ -86,5 +92,6 @@ local function calendar_adjust(key, now, limit, starts, burst, delta)
     call('DEL', key)
     return
   end
-  put(key, calendar_value(start, finish, after), same, math.ceil(math.max(1, math.ceil((finish - now) * 1000)) / 1000))
+  local _, ends = calendar_ends(finish, now)
+  put(key, calendar_value(start, finish, after), same, ends)
 end
