@@ -3,14 +3,21 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createDeadlines } from './deadlines.js';
 
+type Watch = ReturnType<typeof createDeadlines>;
+
+/** Watches `promise` under `watch`: its outcome goes to the callback the deadline returned, as a store's does. */
+function watchPromise<T>(watch: Watch, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {
+  const answer = watch<T>(done);
+  promise.then((value) => answer(undefined, value), answer);
+}
+
 /** The deadlines as a function from a promise to a promise, for these tests. */
 function deadlines(ms: number) {
   const watch = createDeadlines(ms, () => new Error('timed out'));
   return <T>(promise: Promise<T>) =>
-    new Promise<T>((resolve, reject) => {
-      const answer = watch<T>((error, value) => (error === undefined ? resolve(value as T) : reject(error)));
-      promise.then((value) => answer(undefined, value), answer);
-    });
+    new Promise<T>((resolve, reject) =>
+      watchPromise(watch, promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))),
+    );
 }
 
 const never = () => new Promise<never>(() => {});
@@ -54,13 +61,9 @@ describe('createDeadlines', () => {
     const watch = createDeadlines(10, () => new Error('timed out'));
     const calls: unknown[][] = [[], [], []];
     const slow = manual<string>();
-    const on = <T>(promise: Promise<T>, i: number) => {
-      const answer = watch<T>((...args) => calls[i]?.push(args));
-      promise.then((value) => answer(undefined, value), answer);
-    };
-    on(Promise.resolve(1), 0);
-    on(Promise.reject(new Error('boom')), 1);
-    on(slow.promise, 2);
+    watchPromise(watch, Promise.resolve(1), (...args) => calls[0]?.push(args));
+    watchPromise(watch, Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
+    watchPromise(watch, slow.promise, (...args) => calls[2]?.push(args));
     while (calls[2]?.length === 0) await later(5, null);
     slow.resolve('late'); // a reply after its deadline's answer is not a second answer
     await later(5, null);
