@@ -57,47 +57,33 @@ const stats = (xs) => {
   return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
 };
 
+/** A sluice contender: a limiter on `onClient`, whose every decision must come from the store. */
+function sluice(name, options, onClient = storeClient, consume = (limiter, key) => limiter.consume(key)) {
+  const limiter = createLimiter({ ...options, store: redisStore({ client: onClient }), timeout: 10_000 });
+  const run = async (key) => {
+    const d = await consume(limiter, key);
+    if (d.source !== 'store') offStore++;
+  };
+  return { name, command: 'evalsha', run };
+}
+
 function contenders() {
-  const list = ALGORITHMS.map((algorithm) => {
-    const limiter = createLimiter({
-      // A sliding log counts at most 10,000 units (SLIDING_LOG_MAX); a run sends each key far fewer.
+  const list = ALGORITHMS.map((algorithm) =>
+    // A sliding log counts at most 10,000 units (SLIDING_LOG_MAX); a run sends each key far fewer.
+    sluice(`sluice ${algorithm}`, {
       policy: { limit: algorithm === 'sliding-log' ? 10_000 : 1_000_000, window: '1h', algorithm },
-      store: redisStore({ client: storeClient }),
       prefix: `b-${algorithm}`,
-      timeout: 10_000,
-    });
-    const run = async (key) => {
-      const d = await limiter.consume(key);
-      if (d.source !== 'store') offStore++;
-    };
-    return { name: `sluice ${algorithm}`, command: 'evalsha', run };
-  });
+    }),
+  );
   // Issue 13: a plan per call (the token bucket above, as a policy object built per request, as an app
   // would from its user's plan) and a calendar quota, each against the fixed token bucket.
-  const perCall = createLimiter({ store: redisStore({ client: storeClient }), prefix: 'b-per-call', timeout: 10_000 });
   const planLimit = 1_000_000;
-  list.push({
-    name: 'sluice per-call policy',
-    command: 'evalsha',
-    run: async (key) => {
-      const d = await perCall.consume(key, { policy: { limit: planLimit, window: '1h' } });
-      if (d.source !== 'store') offStore++;
-    },
-  });
-  const quota = createLimiter({
-    policy: '1000000000/day',
-    store: redisStore({ client: storeClient }),
-    prefix: 'b-calendar',
-    timeout: 10_000,
-  });
-  list.push({
-    name: 'sluice calendar day',
-    command: 'evalsha',
-    run: async (key) => {
-      const d = await quota.consume(key);
-      if (d.source !== 'store') offStore++;
-    },
-  });
+  list.push(
+    sluice('sluice per-call policy', { prefix: 'b-per-call' }, storeClient, (limiter, key) =>
+      limiter.consume(key, { policy: { limit: planLimit, window: '1h' } }),
+    ),
+  );
+  list.push(sluice('sluice calendar day', { policy: '1000000000/day', prefix: 'b-calendar' }));
   const slots = createLimiter({
     policy: { concurrent: 100_000, lease: '30s' },
     store: redisStore({ client }),
@@ -114,20 +100,13 @@ function contenders() {
     },
   });
   for (const other of otherClients) {
-    const limiter = createLimiter({
-      policy: { limit: 1_000_000, window: '1h' },
-      store: redisStore({ client: other.storeClient }),
-      prefix: `b-tb-${other.name}`,
-      timeout: 10_000,
-    });
-    list.push({
-      name: `sluice token-bucket on ${other.name}`,
-      command: 'evalsha',
-      run: async (key) => {
-        const d = await limiter.consume(key);
-        if (d.source !== 'store') offStore++;
-      },
-    });
+    list.push(
+      sluice(
+        `sluice token-bucket on ${other.name}`,
+        { policy: { limit: 1_000_000, window: '1h' }, prefix: `b-tb-${other.name}` },
+        other.storeClient,
+      ),
+    );
   }
   const rlf = new RateLimiterRedis({ storeClient: client, points: 1_000_000, duration: 3600, keyPrefix: 'rlf' });
   list.push({ name: 'rate-limiter-flexible', command: 'evalsha', run: (key) => rlf.consume(key).catch(() => {}) });

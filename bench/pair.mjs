@@ -38,8 +38,8 @@ async function side(name, dir, mode, prefix) {
     prefix,
     timeout: 10_000,
   });
-  const consume =
-    mode === 'call' ? (key) => limiter.consume(key, { policy: { limit: 1_000_000, window: '1h' } }) : (key) => limiter.consume(key);
+  // A plan object built per request, as an app builds it from its user's plan.
+  const consume = mode === 'call' ? (key) => limiter.consume(key, { policy: { ...PLAN } }) : (key) => limiter.consume(key);
   return {
     label: `${dir} (${mode})`,
     async slice(ms) {
@@ -71,11 +71,11 @@ await a.slice(1000);
 await b.slice(1000);
 const rows = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const first = r % 2 === 0;
-  const x = first ? await a.slice(SLICE_MS) : undefined;
-  const y = await b.slice(SLICE_MS);
-  const ax = x ?? (await a.slice(SLICE_MS));
-  rows.push({ a: ax, b: y, ratio: y / ax });
+  const [first, second] = r % 2 === 0 ? [a, b] : [b, a];
+  const one = await first.slice(SLICE_MS);
+  const other = await second.slice(SLICE_MS);
+  const [x, y] = first === a ? [one, other] : [other, one];
+  rows.push({ a: x, b: y, ratio: y / x });
 }
 await a.close();
 await b.close();
