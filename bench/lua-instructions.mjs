@@ -6,6 +6,9 @@
 // in that span (the whole server: networking, the script, the commands) are divided by the decisions.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
 //   [--algorithm tb|fw|sw|sl|ca] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
+//   [--pair | --settle]
+// --pair: a concurrent slot taken then released (two calls of BATCH each); --settle: a token-bucket consume
+// of cost 2 then an adjustment by -1 (what a settled HTTP request costs). Figures are then per pair.
 // A calendar quota (ca) takes its candidate period starts as --window (see lua/calendar.lua), e.g. a UTC
 // day's: --window "$(node -e 'const d=864e5,m=Math.floor(Date.now()/d)*d;console.log([m-d,m,m+d,m+2*d].join(" "))')"
 // --functions: the same script as a Redis Function (FUNCTION LOAD once, then FCALL instead of EVALSHA):
@@ -29,6 +32,8 @@ const WINDOW = arg('window', '3600000');
 const BATCH = Number(arg('batch', 512));
 const BATCHES = Number(arg('batches', 200));
 const KEYS = 10_000;
+const PAIR = process.argv.includes('--pair');
+const SETTLE = process.argv.includes('--settle');
 const at = process.argv.indexOf('--functions');
 const FUNCTIONS = at < 0 ? undefined : process.argv[at + 1] === 'hoisted' ? 'hoisted' : 'wrapped';
 
@@ -85,6 +90,17 @@ try {
   // One run of BATCH alike decisions (see lua/decide.lua): count, op, cost, one policy, spec 1.
   const call = async () => {
     const keys = Array.from({ length: BATCH }, () => `b:{k${n++ % KEYS}}:p`);
+    if (PAIR || SETTLE) {
+      // Two calls alike, each of BATCH decisions: a take of a slot then its release (--pair), or a consume
+      // of cost 2 then its adjustment by -1 (--settle: what an HTTP settle costs a request).
+      const slots = keys.map((_, i) => (PAIR ? `s${n}-${i}` : ''));
+      const spec = ['', '1', PAIR ? 'cc' : 'tb', LIMIT, WINDOW, LIMIT, String(BATCH)];
+      const take = PAIR ? [...spec, 'x', '1', '1', '1', '0', ...slots] : [...spec, 'c', '2', '1', '1'];
+      const taken = await client.evalsha(sha, BATCH, ...keys, ...take);
+      if (taken.length !== 3 * BATCH || taken[2] !== 0) throw new Error(`unexpected reply: ${taken.slice(0, 6)}`);
+      await client.evalsha(sha, BATCH, ...keys, ...spec, 'a', '-1', '1', '1', '0', ...slots);
+      return;
+    }
     const args = ['', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];
     const reply = FUNCTIONS
       ? await client.call('FCALL', 'sluice_decide', BATCH, ...keys, ...args)
@@ -104,12 +120,12 @@ try {
   const total = Number(/([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS/.exec(annotated)[1].replace(/,/g, ''));
   const f = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
-    `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
-      `${f(total / (BATCHES * BATCH))} instructions per decision, ${f(total / BATCHES)} per call`,
+    `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${PAIR ? 'take+release' : SETTLE ? 'consume+adjust' : ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
+      `${f(total / (BATCHES * BATCH))} instructions per ${PAIR || SETTLE ? 'pair' : 'decision'}, ${f(total / BATCHES)} per ${PAIR || SETTLE ? 'pair of calls' : 'call'}`,
   );
   // One file per algorithm: each is its own run (--algorithm picks one).
   const { writeResults } = await import('./results.mjs');
-  writeResults(`lua-instructions-${ALGORITHM}`, {
+  writeResults(`lua-instructions-${PAIR ? 'pair' : SETTLE ? 'settle' : ALGORITHM}`, {
     settings: { algorithm: ALGORITHM, limit: Number(LIMIT), windowMs: Number(WINDOW), batch: BATCH, batches: BATCHES, keys: KEYS },
     instructions: total,
     instructionsPerDecision: total / (BATCHES * BATCH),

@@ -38,7 +38,7 @@ end
 -- The period counted in and its count: the stored one when a clock stepped back into it.
 local function calendar_state(key, now, starts)
   local start, finish = calendar_period(now, starts)
-  local raw = call('GET', key)
+  local raw = get(key)
   if raw then
     -- "start end count" in one match: cheaper than the prelude's general fields() for three fields.
     local s, e, c = string.match(raw, '^(%S+) (%S+) (%S+)$')
@@ -89,7 +89,7 @@ local function calendar_adjust(key, now, limit, starts, burst, delta)
   if after < 0 then after = 0 end
   if after == count then return end
   if after == 0 then
-    call('DEL', key)
+    drop(key)
     return
   end
   local _, ends = calendar_ends(finish, now)

@@ -11,22 +11,27 @@ local function concurrent(key, now, limit, window, burst, cost, apply)
   -- The oldest lease first: a missing key (the usual case between a release and the next take) costs
   -- one call, and lapsed leases are counted out and purged only when there are some.
   local held, lapsed = 0, false
-  local oldest = call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+  local oldest = call('ZRANGE', key, '0', '0', 'WITHSCORES')[2]
   if oldest then
     lapsed = tonumber(oldest) <= now
     if lapsed then
-      held = call('ZCOUNT', key, string.format('(%.17g', now), '+inf')
+      held = call('ZCOUNT', key, format('(%.17g', now), '+inf')
     else
       held = call('ZCARD', key)
     end
   end
   local ok = held + 1 <= limit
   if ok and apply then
-    if lapsed then call('ZREMRANGEBYSCORE', key, '-inf', now) end
-    call('ZADD', key, now + window, SLOT)
+    if lapsed then call('ZREMRANGEBYSCORE', key, '-inf', format('%.17g', now)) end
+    -- The lease ends on a whole ms (rounded up): Redis is passed and stores an integer, which it
+    -- formats and parses far more cheaply than a fraction (a number argument costs it a '%.17g').
+    local ends = now + window
+    local whole = ends - ends % 1
+    if whole < ends then whole = whole + 1 end
+    call('ZADD', key, format('%d', whole), SLOT)
     held = held + 1
     -- Every lease is as long, so the newest ends last: the key lives as long as it.
-    call('PEXPIRE', key, math.ceil(window) + SLACK)
+    call('PEXPIRE', key, format('%d', whole - now + (now - whole) % 1 + SLACK))
   end
   local retry = 0
   if not ok then retry = 1 end

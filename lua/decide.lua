@@ -45,14 +45,19 @@ local a = 3 + nspecs * 4
 local k = 1
 local nargs = #ARGV
 
--- One 'x' or 'a' decision (see above) of the run whose specs start at ARGV[at + 4].
-local function decide_one(op, cost, n, at, idTtl, slot)
+-- Records an allowed consume's id for idTtl ms: the record holds the instant it lapses.
+local function record(key, idTtl)
+  local ttl = math.ceil(idTtl)
+  call('SET', key, format('%.17g', now + ttl), 'PX', format('%d', ttl + SLACK))
+end
+
+-- One 'x' or 'a' decision (see above) of a run whose n specs are `run`.
+local function decide_one(op, cost, n, run, idTtl, slot)
   SLOT = slot
-  local results = {}
   local replay = false
   if op == 'a' then
     for i = 1, n do
-      local spec = specs[tonumber(ARGV[at + 3 + i])]
+      local spec = run[i]
       spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
     end
     cost = 1
@@ -61,19 +66,28 @@ local function decide_one(op, cost, n, at, idTtl, slot)
     local lapses = tonumber(call('GET', KEYS[k + n]))
     replay = lapses ~= nil and lapses > now
   end
-  local allowed = true
-  if op == 'a' and specs[tonumber(ARGV[at + 4])][1] == concurrent then
+  if op == 'a' and run[1][1] == concurrent then
     -- A release (adjust never mixes slots with rate policies): its reply goes unread.
-    for i = 1, n do results[i] = { 0, 0, 0 } end
+    for _ = 1, n do
+      reply[r + 1] = 0
+      reply[r + 2] = 0
+      reply[r + 3] = 0
+      r = r + 3
+    end
   elseif op == 'x' and n == 1 and not replay then
     -- One policy: check and charge in one pass.
-    local spec = specs[tonumber(ARGV[at + 4])]
+    local spec = run[1]
     local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, true)
-    results[1] = { remaining, reset, retry }
-    allowed = ok
+    reply[r + 1] = remaining
+    reply[r + 2] = reset
+    reply[r + 3] = retry
+    r = r + 3
+    if ok and idTtl > 0 then record(KEYS[k + n], idTtl) end
   else
+    local results = {}
+    local allowed = true
     for i = 1, n do
-      local spec = specs[tonumber(ARGV[at + 3 + i])]
+      local spec = run[i]
       local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
       if replay then retry = 0 end
       results[i] = { remaining, reset, retry }
@@ -81,20 +95,18 @@ local function decide_one(op, cost, n, at, idTtl, slot)
     end
     if op == 'x' and allowed and not replay then
       for i = 1, n do
-        local spec = specs[tonumber(ARGV[at + 3 + i])]
+        local spec = run[i]
         local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
         results[i] = { remaining, reset, retry }
       end
+      if idTtl > 0 then record(KEYS[k + n], idTtl) end
     end
-  end
-  if op == 'x' and allowed and not replay and idTtl > 0 then
-    call('SET', KEYS[k + n], format('%.17g', now + math.ceil(idTtl)), 'PX', math.ceil(idTtl) + SLACK)
-  end
-  for i = 1, n do
-    reply[r + 1] = results[i][1]
-    reply[r + 2] = results[i][2]
-    reply[r + 3] = results[i][3]
-    r = r + 3
+    for i = 1, n do
+      reply[r + 1] = results[i][1]
+      reply[r + 2] = results[i][2]
+      reply[r + 3] = results[i][3]
+      r = r + 3
+    end
   end
   k = k + n
   if idTtl > 0 then k = k + 1 end
@@ -109,10 +121,14 @@ while a <= nargs do
   local n = tonumber(ARGV[a + 3])
   local one = op == 'x' or op == 'a'
   if one then
+    local run = {}
+    for i = 1, n do
+      run[i] = specs[tonumber(ARGV[a + 3 + i])]
+    end
     local idTtl = tonumber(ARGV[a + 4 + n])
     local slots = a + 4 + n
     for j = 1, count do
-      decide_one(op, cost, n, a, idTtl, ARGV[slots + j])
+      decide_one(op, cost, n, run, idTtl, ARGV[slots + j])
     end
     a = slots + count + 1
   elseif n == 1 then

@@ -8,7 +8,7 @@
 -- stays in the stored window rather than opening a fresh one).
 local function fixed_window_state(key, now, window)
   local idx = math.floor(now / window)
-  local stored, n = fields(call('GET', key))
+  local stored, n = fields(get(key))
   if stored ~= nil and stored >= idx then return stored, n, true end
   return idx, 0, false
 end
@@ -37,7 +37,7 @@ local function fixed_window_adjust(key, now, limit, window, burst, delta)
   if after < 0 then after = 0 end
   if after == count then return end
   if after == 0 then
-    call('DEL', key)
+    drop(key)
     return
   end
   put(key, format('%d ', idx) .. num(after), same, math.ceil(math.max(1, math.ceil(((idx + 1) * window - now) * 1000)) / 1000))

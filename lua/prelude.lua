@@ -27,6 +27,16 @@ local function num(x)
   return format('%.17g', x)
 end
 
+-- The state this call last wrote (put) or deleted (drop), false for deleted, and its key: a read of that
+-- key (the peek that answers an adjustment, say) takes it instead of a GET.
+local written_key, written = nil, false
+
+-- A key's state string, or false for a missing key.
+local function get(key)
+  if key == written_key then return written end
+  return call('GET', key)
+end
+
 -- Writes a state. `keep`: the key already expires at the right instant, so keep its TTL (SET KEEPTTL:
 -- a TTL rewrite costs Redis about a sixth of a decision); else it expires in `ttl` ms (rounded up).
 local function put(key, value, keep, ttl)
@@ -35,4 +45,11 @@ local function put(key, value, keep, ttl)
   else
     call('SET', key, value, 'PX', format('%d', ttl + (-ttl) % 1 + SLACK))
   end
+  written_key, written = key, value
+end
+
+-- Deletes a state: the key is back to its start (a full bucket, an empty window).
+local function drop(key)
+  call('DEL', key)
+  written_key, written = key, false
 end

@@ -8,7 +8,7 @@
 -- The clock the log counts on: now, or its newest score when a clock stepped back. Scores never go
 -- back, so names made from (score, live count) below stay unique. Also that newest score (or nil).
 local function sliding_log_now(key, now)
-  local newest = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  local newest = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]
   newest = newest and tonumber(newest)
   if newest and newest > now then now = newest end
   return now, newest
@@ -30,7 +30,7 @@ local function sliding_log_add(key, now, window, count, units)
     call('ZADD', key, unpack(args))
     i = i + 1000
   end
-  call('PEXPIRE', key, math.ceil(window) + SLACK)
+  call('PEXPIRE', key, format('%d', math.ceil(window) + SLACK))
 end
 
 local function sliding_log(key, now, limit, window, burst, cost, apply)
@@ -73,7 +73,7 @@ local function sliding_log_adjust(key, now, limit, window, burst, delta)
   end
   local left = -delta
   while left > 0 do
-    local top = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+    local top = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]
     if not top then return end
     local tied = call('ZRANGEBYSCORE', key, top, top)
     table.sort(tied, function(x, y) return suffix(x) > suffix(y) end)

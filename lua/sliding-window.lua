@@ -8,7 +8,7 @@
 -- The window counted in, its count and the previous window's; `same`: the key holds that window.
 local function sliding_window_state(key, now, window)
   local idx = math.floor(now / window)
-  local stored, c, p = fields(call('GET', key))
+  local stored, c, p = fields(get(key))
   if stored ~= nil and stored >= idx then return stored, c, p, true end
   if stored == idx - 1 then return idx, 0, c, false end
   return idx, 0, 0, false
@@ -56,7 +56,7 @@ local function sliding_window_adjust(key, now, limit, window, burst, delta)
   if after < 0 then after = 0 end
   if after == cur then return end
   if after == 0 and prev == 0 then
-    call('DEL', key)
+    drop(key)
     return
   end
   put(key, format('%d ', idx) .. num(after) .. ' ' .. num(prev), same, idx * window + 2 * window - now)

@@ -21,7 +21,7 @@ local function token_bucket(key, now, limit, window, burst, cost, apply)
   local full = burst * w
   -- debt = (TAT - t) * limit = (burst - tokens) * W; a missing key is a full bucket.
   local debt = 0
-  local raw = call('GET', key)
+  local raw = get(key)
   local q, r = fields(raw)
   if q then
     r = r or 0
@@ -67,7 +67,7 @@ local function token_bucket_adjust(key, now, limit, window, burst, delta)
   local t = now * 1000 + 0.5
   t = t - t % 1
   local w = window * 1000
-  local q, r = fields(call('GET', key))
+  local q, r = fields(get(key))
   local debt = 0
   if q then
     debt = (q - t) * limit + (r or 0)
@@ -75,7 +75,7 @@ local function token_bucket_adjust(key, now, limit, window, burst, delta)
   end
   debt = debt + delta * w
   if debt <= 0 then
-    if q then call('DEL', key) end
+    if q then drop(key) end
     return
   end
   local dq = debt / limit
@@ -86,5 +86,8 @@ local function token_bucket_adjust(key, now, limit, window, burst, delta)
   quantum = quantum - quantum % 1
   if quantum < 1 then quantum = 1 end
   local after = -(rest > 0 and t + dq + 1 or t + dq)
-  put(key, value, false, (after % quantum - after - t) / 1000)
+  local expiry = after % quantum - after
+  -- As in the step: a key that already expires at this instant keeps its TTL.
+  local before = q and -((r or 0) > 0 and q + 1 or q)
+  put(key, value, before and expiry == before % quantum - before, (expiry - t) / 1000)
 end

@@ -11,9 +11,11 @@ export const concurrent: AlgorithmStep<ConcurrentState> = (state, now, p, _cost,
   if (ok && apply) {
     const leases = new Map<string, number>();
     if (state) for (const [s, ends] of state) if (ends > now) leases.set(s, ends);
-    leases.set(slot, now + p.windowMs);
+    // A lease ends on a whole ms, rounded up, as the Lua stores it.
+    const ends = Math.ceil(now + p.windowMs);
+    leases.set(slot, ends);
     held = held + 1;
-    next = { state: leases, ttlMs: Math.ceil(p.windowMs) };
+    next = { state: leases, ttlMs: Math.ceil(ends - now) };
   }
   return { ok, remaining: Math.max(0, p.limit - held), resetMs: 0, retryAfterMs: ok ? 0 : 0.001, next };
 };
