@@ -8,17 +8,13 @@
 -- Reply: ok, remaining (free slots), resetMs (0: a slot frees when a request ends, which no clock
 --   predicts), retryAfterUs (0 when ok, else 1: any moment; also too short for the deny cache to hold)
 local function concurrent(key, now, limit, window, burst, cost, apply)
-  -- The oldest lease first: a missing key (the usual case between a release and the next take) costs
-  -- one call, and lapsed leases are counted out and purged only when there are some.
-  local held, lapsed = 0, false
-  local oldest = call('ZRANGE', key, '0', '0', 'WITHSCORES')[2]
-  if oldest then
-    lapsed = tonumber(oldest) <= now
-    if lapsed then
-      held = call('ZCOUNT', key, format('(%.17g', now), '+inf')
-    else
-      held = call('ZCARD', key)
-    end
+  -- The held leases first: a missing key (the usual case between a release and the next take) costs
+  -- one call; the oldest is read only when there are some, and lapsed ones counted out and purged only then.
+  local held = call('ZCARD', key)
+  local lapsed = false
+  if held > 0 then
+    lapsed = tonumber(call('ZRANGE', key, '0', '0', 'WITHSCORES')[2]) <= now
+    if lapsed then held = call('ZCOUNT', key, format('(%.17g', now), '+inf') end
   end
   local ok = held + 1 <= limit
   if ok and apply then
