@@ -74,15 +74,15 @@ local function decide_one(op, cost, n, run, idTtl, slot)
       reply[r + 3] = 0
       r = r + 3
     end
-  elseif op == 'x' and n == 1 and not replay then
-    -- One policy: check and charge in one pass.
+  elseif n == 1 and not replay then
+    -- One policy: a consume checks and charges in one pass; an adjustment answers with a peek after it.
     local spec = run[1]
-    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, true)
+    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, op == 'x')
     reply[r + 1] = remaining
     reply[r + 2] = reset
     reply[r + 3] = retry
     r = r + 3
-    if ok and idTtl > 0 then record(KEYS[k + n], idTtl) end
+    if op == 'x' and ok and idTtl > 0 then record(KEYS[k + n], idTtl) end
   else
     local results = {}
     local allowed = true
