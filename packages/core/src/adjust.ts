@@ -35,11 +35,23 @@ export function createAdjust(o: {
     return toDecision(fps, reply, 'fallback');
   }
 
-  return async (key, delta, given) => {
+  /** A set's rate policies, the ones an adjustment moves: found once per set. */
+  const rates = new WeakMap<PolicySet, readonly Policy[]>();
+  const ratesOf = (set: PolicySet): readonly Policy[] => {
+    let ps = rates.get(set);
+    if (ps === undefined) {
+      ps = set.policies.filter((p) => !isConcurrent(p));
+      rates.set(set, ps);
+    }
+    return ps;
+  };
+
+  /** The checked call: throws on bad input, and its promise is the adjustment's (not async: one promise fewer). */
+  function adjust(key: string, delta: number, given: { policy?: PolicyInput | PolicyInput[] } | undefined): Promise<Decision> {
     if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
     if (options.shards > 1) badOption('shards', '1 for adjust (a charge went to one shard at random)', options.shards);
     const set = setOf(given?.policy);
-    const ps = set.policies.filter((p) => !isConcurrent(p));
+    const ps = ratesOf(set);
     if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
     if (!Number.isInteger(delta) && ps.some((p) => p.algorithm === 'sliding-log')) {
       badOption('delta', "a whole number with a 'sliding-log' policy", delta);
@@ -64,5 +76,13 @@ export function createAdjust(o: {
         }
       }),
     );
+  }
+
+  return (key, delta, given) => {
+    try {
+      return adjust(key, delta, given);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 }

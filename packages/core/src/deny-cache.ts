@@ -56,6 +56,11 @@ export class DenyCache {
     this.entries.delete(tag);
   }
 
+  /** Whether it holds no denial: nothing to forget. */
+  get empty(): boolean {
+    return this.entries.size === 0;
+  }
+
   clear(): void {
     this.entries.clear();
   }

@@ -118,7 +118,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);
   /** Forgets every known set's denials of a key: sets share counters (a policy in two plans, a quota under two limits). */
   function forgetDenials(tag: string): void {
-    if (!denyCache) return;
+    if (!denyCache || denyCache.empty) return;
     for (const set of [...(own ? [own] : []), ...calls.sets()]) {
       for (let s = 0; s < set.shards.count; s++) denyCache.delete(deniedTag(shardTag(tag, s, set.shards.count), set));
     }
@@ -257,8 +257,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    async adjust(key, delta, options) {
-      checkKey(key);
+    adjust(key, delta, options) {
+      try {
+        checkKey(key);
+      } catch (error) {
+        return Promise.reject(error);
+      }
       return adjust(key, delta, options);
     },
 
