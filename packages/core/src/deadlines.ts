@@ -22,7 +22,7 @@ export type Settle<T> = (error: unknown, value?: T) => void;
  * every decision's path.
  * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch((e, reply) => ...));
  */
-export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Settle<T>) => Settle<T> {
+export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Settle<T>, startedAt?: number) => Settle<T> {
   let head: Call | undefined;
   let tail: Call | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -65,9 +65,12 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Se
     return true;
   }
 
-  /** Starts a call's deadline; the call's own answer goes to the callback returned, which passes on only a first answer. */
-  return function watch<T>(done: Settle<T>): Settle<T> {
-    const call: Call = { at: performance.now() + ms, prev: tail, next: undefined, state: 'waiting', done };
+  /**
+   * Starts a call's deadline, from `startedAt` (performance.now() read by the caller just before) or now;
+   * the call's own answer goes to the callback returned, which passes on only a first answer.
+   */
+  return function watch<T>(done: Settle<T>, startedAt = performance.now()): Settle<T> {
+    const call: Call = { at: startedAt + ms, prev: tail, next: undefined, state: 'waiting', done };
     if (tail === undefined) head = call;
     else tail.next = call;
     tail = call;

@@ -68,7 +68,8 @@ export function createStoreCall(
           answer(undefined, reply, end - now);
         }
       };
-      const answered = watch(done);
+      // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
+      const answered = o.testClock ? watch(done) : watch(done, now);
       if (store.decideWith !== undefined) store.decideWith(request, answered);
       else store.decide(request).then((reply) => answered(undefined, reply), answered);
     },
