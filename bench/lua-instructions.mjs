@@ -93,12 +93,12 @@ try {
     if (PAIR || SETTLE) {
       // Two calls alike, each of BATCH decisions: a take of a slot then its release (--pair), or a consume
       // of cost 2 then its adjustment by -1 (--settle: what an HTTP settle costs a request).
-      const slots = keys.map((_, i) => (PAIR ? `s${n}-${i}` : ''));
+      const slots = PAIR ? keys.map((_, i) => `s${n}-${i}`).join(' ') : '';
       const spec = ['', '1', PAIR ? 'cc' : 'tb', LIMIT, WINDOW, LIMIT, String(BATCH)];
-      const take = PAIR ? [...spec, 'x', '1', '1', '1', '0', ...slots] : [...spec, 'c', '2', '1', '1'];
+      const take = PAIR ? [...spec, 'x', '1', '1', '1', '0', slots] : [...spec, 'c', '2', '1', '1'];
       const taken = await client.evalsha(sha, BATCH, ...keys, ...take);
       if (taken.length !== 3 * BATCH || taken[2] !== 0) throw new Error(`unexpected reply: ${taken.slice(0, 6)}`);
-      await client.evalsha(sha, BATCH, ...keys, ...spec, 'a', '-1', '1', '1', '0', ...slots);
+      await client.evalsha(sha, BATCH, ...keys, ...spec, 'a', '-1', '1', '1', '0', slots);
       return;
     }
     const args = ['', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];

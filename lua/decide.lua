@@ -7,8 +7,8 @@
 --                quota's window is its candidate period starts, a string: see calendar.lua)
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
--- Two more ops carry, after the spec numbers, idTtl (ms; '0' for none) and then `count` slots, one per
--- decision of the run (a concurrent lease's member, '' for none):
+-- Two more ops carry, after the spec numbers, idTtl (ms; '0' for none) and then the run's slots, one per
+-- decision, in one argument separated by spaces (a concurrent lease's member; '' when none has one):
 --   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
 --       after its n, the id's record. An id already recorded is allowed again and charges nothing
 --       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms
@@ -126,11 +126,14 @@ while a <= nargs do
       run[i] = specs[tonumber(ARGV[a + 3 + i])]
     end
     local idTtl = tonumber(ARGV[a + 4 + n])
-    local slots = a + 4 + n
-    for j = 1, count do
-      decide_one(op, cost, n, run, idTtl, ARGV[slots + j])
+    local slots = ARGV[a + 5 + n]
+    local from = 1
+    for _ = 1, count do
+      local space = find(slots, ' ', from, true)
+      decide_one(op, cost, n, run, idTtl, space and sub(slots, from, space - 1) or sub(slots, from))
+      if space then from = space + 1 end
     end
-    a = slots + count + 1
+    a = a + 6 + n
   elseif n == 1 then
     -- One policy: check and charge in one pass.
     local spec = specs[tonumber(ARGV[a + 4])]

@@ -111,8 +111,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     return slots;
   };
-  const hold = (decision: Decision, attempt: Attempt): Decision =>
-    attempt.slot === undefined ? decision : slotsOf(attempt.set).hold(decision, attempt);
+  const hold = (decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision =>
+    attempt.slot === undefined ? decision : slotsOf(attempt.set).hold(decision, attempt, keys);
 
   /** The deny-cache tag of a key's shard under a set: a call's policies keep their denials apart ('{' is in no tag). */
   const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);
@@ -173,7 +173,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           return;
         }
         try {
-          const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt);
+          const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
           if (denyCache && !reply.allowed && !attempt.peek) {
             denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), set.denyHoldMs));

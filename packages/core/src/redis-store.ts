@@ -138,6 +138,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     let shape: StoreRequest | undefined;
     let count = 0;
     let countAt = 0;
+    // A run of 'x' or 'a' carries its slots in one argument, separated by spaces (a slot has none).
+    let slots = '';
+    let slotsAt = -1;
     for (const { request } of batch) {
       const { policies } = request;
       for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
@@ -154,10 +157,11 @@ export function redisStore(options: RedisStoreOptions): Store {
         (request.slot !== undefined) === (shape.slot !== undefined)
       ) {
         count++;
-        if (one) runs.push(request.slot ?? '');
+        if (request.slot !== undefined) slots += ` ${request.slot}`;
         continue;
       }
       if (shape !== undefined) runs[countAt] = String(count);
+      if (slotsAt >= 0) runs[slotsAt] = slots;
       shape = request;
       count = 1;
       countAt = runs.length;
@@ -174,9 +178,14 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         runs.push(spec);
       }
-      if (one) runs.push(String(request.idTtlMs ?? 0), request.slot ?? '');
+      if (one) {
+        runs.push(String(request.idTtlMs ?? 0), '');
+        slotsAt = runs.length - 1;
+        slots = request.slot ?? '';
+      } else slotsAt = -1;
     }
     runs[countAt] = String(count);
+    if (slotsAt >= 0) runs[slotsAt] = slots;
     const args = [clock ? String(wall) : '', String(specs.size)];
     for (const x of specArgs) args.push(x);
     for (const x of runs) args.push(x);

@@ -21,8 +21,11 @@ export interface Slots {
   readonly taken: boolean;
   /** A new slot id. */
   next(): string;
-  /** Gives an allowed decision that took a slot its release(): once, idempotent, never rejecting. */
-  hold(decision: Decision, attempt: Attempt): Decision;
+  /**
+   * Gives an allowed decision that took a slot its release(): once, idempotent, never rejecting. `keys`:
+   * the store request's, one per policy of the set, when the store decided (the release reuses them).
+   */
+  hold(decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision;
 }
 
 export function createSlots(o: {
@@ -39,9 +42,12 @@ export function createSlots(o: {
   const inStore = o.policies.filter(isConcurrent);
   const inFallback = local === undefined ? [] : o.fallback.filter(isConcurrent);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  // Where the concurrent policies' keys sit among a store request's (the set's policies, in order).
+  const at = o.policies.flatMap((p, i) => (isConcurrent(p) ? [i] : []));
+  const slotKeys = (taken: readonly string[]) => (at.length === taken.length ? taken : at.map((i) => taken[i] as string));
 
   /** Gives a slot back where it was taken; the lease frees it anyway if this fails. */
-  function giveBack(tag: string, slot: string, store: boolean): Promise<void> {
+  function giveBack(tag: string, slot: string, store: boolean, taken: readonly string[] | undefined): Promise<void> {
     if (!store) {
       const keys = keysOf(fallbackTag(tag), inFallback);
       return (local as Store).decide({ keys, policies: inFallback, cost: 1, peek: false, delta: -1, slot }).then(
@@ -49,7 +55,8 @@ export function createSlots(o: {
         () => undefined,
       );
     }
-    const request: StoreRequest = { keys: keysOf(tag, inStore), policies: inStore, cost: 1, peek: false, delta: -1, slot };
+    const keys = taken === undefined ? keysOf(tag, inStore) : slotKeys(taken);
+    const request: StoreRequest = { keys, policies: inStore, cost: 1, peek: false, delta: -1, slot };
     const now = clock();
     if (!storeCall.allow(now)) return Promise.resolve();
     return new Promise((resolve) =>
@@ -63,14 +70,14 @@ export function createSlots(o: {
   return {
     taken: inStore.length > 0 || inFallback.length > 0,
     next: () => SLOT_TAG + (++slotCount).toString(36),
-    hold(decision, attempt) {
+    hold(decision, attempt, keys) {
       const { slot } = attempt;
       if (slot === undefined || !decision.allowed) return decision;
       const store = decision.source === 'store';
       if (store ? inStore.length === 0 : decision.source !== 'fallback' || inFallback.length === 0) return decision;
       let released: Promise<void> | undefined;
       decision.release = () => {
-        released ??= giveBack(attempt.tag, slot, store);
+        released ??= giveBack(attempt.tag, slot, store, store ? keys : undefined);
         return released;
       };
       return decision;
