@@ -51,6 +51,35 @@ local function record(key, idTtl)
   call('SET', key, format('%.17g', now + ttl), 'PX', format('%d', ttl + SLACK))
 end
 
+-- One decision under the n policies `run` (its KEYS from k): checks all before charging any, and charges
+-- all when every one passes and `charge`. The reply gets each policy's answer, every retry 0 on a
+-- `replay` (an id already charged). Returns whether every policy passed.
+local function decide_all(run, n, cost, charge, replay)
+  local results = {}
+  local allowed = true
+  for i = 1, n do
+    local spec = run[i]
+    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
+    if replay then retry = 0 end
+    results[i] = { remaining, reset, retry }
+    allowed = allowed and ok
+  end
+  if allowed and charge then
+    for i = 1, n do
+      local spec = run[i]
+      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
+      results[i] = { remaining, reset, retry }
+    end
+  end
+  for i = 1, n do
+    reply[r + 1] = results[i][1]
+    reply[r + 2] = results[i][2]
+    reply[r + 3] = results[i][3]
+    r = r + 3
+  end
+  return allowed
+end
+
 -- One 'x' or 'a' decision (see above) of a run whose n specs are `run`.
 local function decide_one(op, cost, n, run, idTtl, slot)
   SLOT = slot
@@ -84,29 +113,8 @@ local function decide_one(op, cost, n, run, idTtl, slot)
     r = r + 3
     if op == 'x' and ok and idTtl > 0 then record(KEYS[k + n], idTtl) end
   else
-    local results = {}
-    local allowed = true
-    for i = 1, n do
-      local spec = run[i]
-      local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
-      if replay then retry = 0 end
-      results[i] = { remaining, reset, retry }
-      allowed = allowed and ok
-    end
-    if op == 'x' and allowed and not replay then
-      for i = 1, n do
-        local spec = run[i]
-        local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
-        results[i] = { remaining, reset, retry }
-      end
-      if idTtl > 0 then record(KEYS[k + n], idTtl) end
-    end
-    for i = 1, n do
-      reply[r + 1] = results[i][1]
-      reply[r + 2] = results[i][2]
-      reply[r + 3] = results[i][3]
-      r = r + 3
-    end
+    local charge = op == 'x' and not replay
+    if decide_all(run, n, cost, charge, replay) and charge and idTtl > 0 then record(KEYS[k + n], idTtl) end
   end
   k = k + n
   if idTtl > 0 then k = k + 1 end
@@ -120,11 +128,12 @@ while a <= nargs do
   local cost = tonumber(ARGV[a + 2])
   local n = tonumber(ARGV[a + 3])
   local one = op == 'x' or op == 'a'
+  -- The run's specs, looked up once for all its decisions.
+  local run = {}
+  for i = 1, n do
+    run[i] = specs[tonumber(ARGV[a + 3 + i])]
+  end
   if one then
-    local run = {}
-    for i = 1, n do
-      run[i] = specs[tonumber(ARGV[a + 3 + i])]
-    end
     local idTtl = tonumber(ARGV[a + 4 + n])
     local slots = ARGV[a + 5 + n]
     local from = 1
@@ -136,7 +145,7 @@ while a <= nargs do
     a = a + 6 + n
   elseif n == 1 then
     -- One policy: check and charge in one pass.
-    local spec = specs[tonumber(ARGV[a + 4])]
+    local spec = run[1]
     local step, limit, window, burst = spec[1], spec[2], spec[3], spec[4]
     for _ = 1, count do
       local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume)
@@ -147,33 +156,8 @@ while a <= nargs do
       k = k + 1
     end
   else
-    local run = {}
-    for i = 1, n do
-      run[i] = specs[tonumber(ARGV[a + 3 + i])]
-    end
     for _ = 1, count do
-      -- Several: check all before charging any.
-      local results = {}
-      local allowed = true
-      for i = 1, n do
-        local spec = run[i]
-        local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
-        results[i] = { remaining, reset, retry }
-        allowed = allowed and ok
-      end
-      if allowed and consume then
-        for i = 1, n do
-          local spec = run[i]
-          local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
-          results[i] = { remaining, reset, retry }
-        end
-      end
-      for i = 1, n do
-        reply[r + 1] = results[i][1]
-        reply[r + 2] = results[i][2]
-        reply[r + 3] = results[i][3]
-        r = r + 3
-      end
+      decide_all(run, n, cost, consume, false)
       k = k + n
     end
   end
