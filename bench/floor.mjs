@@ -1,0 +1,148 @@
+// The floor under issue 17's targets: what the least any exact Redis limiter can do costs this machine,
+// measured beside sluice in one run on one redis-server. Every decision of an exact limiter on Redis
+// reads and writes its key on the server, inside one script so that no other client comes between; so
+// the floor is a script call that does only that: a GET and a SET ... KEEPTTL per key, answering three
+// integers per key as sluice's does. Beside it, the same calls doing nothing (`return {}`: a script
+// call's own cost) and sluice's token bucket (its script, one decision per key, as its store sends it).
+// Each is sent as calls of B keys, two calls in flight (as the store keeps them), for B = 16 (what a
+// call carries under the HTTP benchmark's load: 0.05-0.07 script calls per request) and 512 (the core
+// benchmark's). Redis CPU per key is the server's used_cpu_user + used_cpu_sys (INFO cpu) over the
+// round, as bench/core.mjs reads it; Node CPU per key is this process' (building the calls, parsing the
+// replies), for the floor's calls at 512 against sluice's limiter.consume() at 512 in flight.
+// Rounds interleave the contenders; figures are median (min-max) over rounds.
+// Usage: pnpm build && node bench/floor.mjs [--rounds 5] [--keys-per-round 40000]
+import { createHash } from 'node:crypto';
+import { createLimiter, redisStore } from '@sluice/core';
+import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
+import { arg } from './args.mjs';
+import { startRedis } from './redis-server.mjs';
+
+const ROUNDS = Number(arg('rounds', 5));
+const PER_ROUND = Number(arg('keys-per-round', 40_000));
+const KEYS = 10_000;
+const BATCHES = [16, 512];
+// sluice's token bucket spec: limit, window (ms) and burst high enough never to deny.
+const TB = ['tb', '1000000', '3600000', '1000000'];
+
+const redis = await startRedis();
+const { client } = redis;
+const scripts = {
+  'a script call alone (return {})': 'return {}',
+  'the floor: GET + SET KEEPTTL per key': `local r = {}
+for i = 1, #KEYS do
+  redis.call('GET', KEYS[i])
+  redis.call('SET', KEYS[i], '1764806400000000', 'KEEPTTL')
+  r[3 * i - 2] = 999999 r[3 * i - 1] = 3600000 r[3 * i] = 0
+end
+return r`,
+};
+const shas = {};
+for (const [name, body] of Object.entries(scripts)) shas[name] = await client.script('LOAD', body);
+const decideSha = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+await client.script('LOAD', DECIDE_SCRIPT);
+const SLUICE = "sluice's token bucket (its script)";
+
+// Every key exists with a TTL, as a limiter's do between decisions.
+for (let k = 0; k < KEYS; k += 1000) {
+  const batch = client.pipeline();
+  for (let j = k; j < k + 1000; j++) batch.set(`floor:{k${j}}:t`, '1764806400000000', 'PX', 3_600_000);
+  await batch.exec();
+}
+
+const serverCpuUs = async () => {
+  const info = await client.info('cpu');
+  return (Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])) * 1e6;
+};
+
+/** Sends `total` keys as calls of `batch`, two in flight; returns Redis' and this process' CPU µs per key. */
+async function calls(name, batch, total) {
+  let next = 0;
+  const lane = async () => {
+    while (next < total) {
+      const keys = [];
+      for (let i = 0; i < batch; i++) keys.push(`floor:{k${next++ % KEYS}}:t`);
+      if (name === SLUICE) {
+        // One run of `batch` consumes of cost 1 under one spec (lua/decide.lua's argument layout).
+        await client.evalshaBuffer(decideSha, keys.length, keys, ['', '1', ...TB, String(batch), 'c', '1', '1', '1']);
+      } else await client.evalshaBuffer(shas[name], keys.length, keys);
+    }
+  };
+  const redisBefore = await serverCpuUs();
+  const nodeBefore = process.cpuUsage();
+  await Promise.all([lane(), lane()]);
+  const node = process.cpuUsage(nodeBefore);
+  return { redis: ((await serverCpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+}
+
+// sluice whole: its limiter on its store, 512 consumes in flight.
+const limiter = createLimiter({
+  policy: { limit: 1_000_000, window: '1h' },
+  store: redisStore({ client }),
+  prefix: 'floor-sluice',
+  timeout: 10_000,
+});
+async function consumes(total) {
+  let next = 0;
+  const redisBefore = await serverCpuUs();
+  const nodeBefore = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: 512 }, async () => {
+      while (next < total) await limiter.consume(`k${next++ % KEYS}`);
+    }),
+  );
+  const node = process.cpuUsage(nodeBefore);
+  return { redis: ((await serverCpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+}
+const WHOLE = 'sluice limiter.consume() at 512 in flight';
+await consumes(KEYS);
+
+const names = [...Object.keys(scripts), SLUICE];
+const figures = {};
+const put = (key, f) => {
+  figures[key] ??= { redis: [], node: [] };
+  figures[key].redis.push(f.redis);
+  figures[key].node.push(f.node);
+};
+for (let round = 0; round < ROUNDS; round++) {
+  for (const batch of BATCHES) {
+    const order = round % 2 === 0 ? names : [...names].reverse();
+    for (const name of order) put(`${name} @${batch}`, await calls(name, batch, PER_ROUND));
+  }
+  put(WHOLE, await consumes(PER_ROUND));
+  console.log(`round ${round + 1}/${ROUNDS} done`);
+}
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
+};
+const cell = (xs) => {
+  const { min, median, max } = stats(xs);
+  return `${median.toFixed(2)} (${min.toFixed(2)}–${max.toFixed(2)})`;
+};
+console.log(`\n| what | keys per call | Redis CPU µs per key | Node CPU µs per key |`);
+console.log('| --- | ---: | ---: | ---: |');
+const rows = {};
+for (const batch of BATCHES) {
+  for (const name of names) {
+    const f = figures[`${name} @${batch}`];
+    rows[`${name} @${batch}`] = { redis: stats(f.redis), node: stats(f.node) };
+    console.log(`| ${name} | ${batch} | ${cell(f.redis)} | ${cell(f.node)} |`);
+  }
+}
+rows[WHOLE] = { redis: stats(figures[WHOLE].redis), node: stats(figures[WHOLE].node) };
+console.log(`| ${WHOLE} | (the store's) | ${cell(figures[WHOLE].redis)} | ${cell(figures[WHOLE].node)} |`);
+
+const floor = (batch) => stats(figures[`the floor: GET + SET KEEPTTL per key @${batch}`].redis).median;
+const alone = (batch) => stats(figures[`a script call alone (return {}) @${batch}`].redis).median;
+console.log(`
+Against issue 17's targets (medians):
+- Redis CPU per decision at 512 in flight, target at most 1.5 µs: the floor is ${floor(512).toFixed(2)} µs per key; sluice's script ${stats(figures[`${SLUICE} @512`].redis).median.toFixed(2)}.
+- CPU added per HTTP request, target at most 3 µs (server + Redis) on Fastify and Koa: at ${BATCHES[0]} keys per call, Redis alone spends ${floor(BATCHES[0]).toFixed(2)} µs per key on the floor (${alone(BATCHES[0]).toFixed(2)} of it the call's own cost), before the server's share.
+- Node CPU per decision at 512 in flight, target at most 1.2 µs: sluice's consume() ${stats(figures[WHOLE].node).median.toFixed(2)} µs, the floor's raw calls ${stats(figures[`the floor: GET + SET KEEPTTL per key @512`].node).median.toFixed(2)} µs.`);
+
+const { writeResults } = await import('./results.mjs');
+writeResults('floor', { rounds: ROUNDS, keysPerRound: PER_ROUND, rows });
+await limiter.close();
+await redis.stop();
+process.exit(0);
