@@ -12,6 +12,9 @@
 // Usage: pnpm bench:http [-- --seconds 2 --rounds 10 --warmup 1 --frameworks express,fastify,koa]
 //   --contenders sluice-redis,bare   run only these contenders (bare is always kept, for the ratios)
 //   --control                        add a second bare app: its ratio to the first shows the noise floor
+//   --baseline DIR                   add sluice on Redis as built in DIR, another checkout (git worktree add
+//                                    ../old <commit>; pnpm i; pnpm build), beside this one: a change's before
+//                                    and after in the same rounds, each round's ratio of this build to it
 //   --handler json|text              the route answers {"hello":"world"} (default) or the text 'ok' (cheaper:
 //                                    what a limiter costs shows more); text has issue 17's targets
 // Every contender also gets CPU added per request over the bare app of the same round: its server's and
@@ -38,6 +41,7 @@ const FRAMEWORKS = arg('frameworks', 'express,fastify,koa').split(',');
 const ONLY = arg('contenders', undefined)?.split(',');
 const PROFILE = arg('profile', undefined);
 const CONTROL = process.argv.includes('--control');
+const BASELINE = arg('baseline', undefined);
 const HANDLER = arg('handler', 'json');
 if (HANDLER !== 'json' && HANDLER !== 'text') throw new Error('--handler must be json or text');
 const CONNECTIONS = 64;
@@ -73,23 +77,31 @@ const LABELS = {
   'koa-ratelimit': 'koa-ratelimit (Redis)',
 };
 const ON_REDIS = (contender) => contender !== 'bare' && contender !== 'control' && contender !== 'sluice-memory';
+const SLUICE = (contender) => contender.startsWith('sluice-') || contender === 'baseline';
 
 for (const f of FRAMEWORKS) if (!CONTENDERS[f]) throw new Error(`--frameworks: unknown framework ${f} (express, fastify, koa)`);
 if (ONLY) for (const f of FRAMEWORKS) CONTENDERS[f] = CONTENDERS[f].filter((c) => c === 'bare' || ONLY.includes(c));
 if (CONTROL) for (const f of FRAMEWORKS) CONTENDERS[f].splice(1, 0, 'control');
+if (BASELINE) {
+  if (!existsSync(join(BASELINE, 'packages', 'core', 'dist', 'esm', 'index.js'))) {
+    throw new Error(`--baseline ${BASELINE}: no built packages/core there (pnpm i; pnpm build in it)`);
+  }
+  for (const f of FRAMEWORKS) CONTENDERS[f].splice(CONTENDERS[f].indexOf('sluice-redis') + 1, 0, 'baseline');
+}
 if (!(SECONDS > 0) || !(ROUNDS >= 1) || !(WARMUP >= 0)) throw new Error('--seconds, --rounds and --warmup must be positive');
 
 // Everything this process starts, stopped on the way out, whatever the way out is.
 const children = new Set();
 let redis;
 let snapshot;
+let baseline;
 function stopAll() {
   for (const child of children) child.kill('SIGKILL');
   children.clear();
   redis?.stop();
   redis = undefined;
-  if (snapshot) rmSync(snapshot, { recursive: true, force: true });
-  snapshot = undefined;
+  for (const dir of [snapshot, baseline]) if (dir) rmSync(dir, { recursive: true, force: true });
+  snapshot = baseline = undefined;
 }
 process.on('exit', stopAll);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
@@ -101,11 +113,12 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 }
 
 // Every server of a run loads the same build of the sluice packages: a copy of packages/*/dist taken now,
-// once no dist has changed for 3 s (a `pnpm build` elsewhere may be rewriting them).
-async function takeSnapshot() {
+// once no dist has changed for 3 s (a `pnpm build` elsewhere may be rewriting them). From `root`: this
+// checkout, or the baseline's.
+async function takeSnapshot(root = ROOT) {
   const files = (dir) => readdirSync(dir, { recursive: true }).map((f) => join(dir, f));
   for (let tries = 0; ; tries++) {
-    const dists = PACKAGES.map((p) => join(ROOT, 'packages', p, 'dist'));
+    const dists = PACKAGES.map((p) => join(root, 'packages', p, 'dist'));
     const ready = dists.every((d) => existsSync(join(d, 'esm', 'index.js')));
     const newest = ready ? Math.max(...dists.flatMap(files).map((f) => statSync(f).mtimeMs)) : Date.now();
     if (ready && Date.now() - newest > 3_000) break;
@@ -115,16 +128,16 @@ async function takeSnapshot() {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-'));
   const hash = createHash('sha1');
   for (const p of PACKAGES) {
-    cpSync(join(ROOT, 'packages', p, 'dist'), join(dir, p, 'dist'), { recursive: true });
-    cpSync(join(ROOT, 'packages', p, 'package.json'), join(dir, p, 'package.json'));
+    cpSync(join(root, 'packages', p, 'dist'), join(dir, p, 'dist'), { recursive: true });
+    cpSync(join(root, 'packages', p, 'package.json'), join(dir, p, 'package.json'));
     for (const f of files(join(dir, p, 'dist', 'esm')).sort()) if (f.endsWith('.js')) hash.update(readFileSync(f));
   }
   return { dir, hash: hash.digest('hex').slice(0, 12) };
 }
 
-function gitState() {
+function gitState(root = ROOT) {
   try {
-    const git = (...a) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
+    const git = (...a) => execFileSync('git', a, { cwd: root, encoding: 'utf8' }).trim();
     const dirty = git('status', '--short', '--', 'packages', 'lua').split('\n').filter(Boolean).length;
     return `commit ${git('rev-parse', '--short', 'HEAD')}${dirty ? `, ${dirty} uncommitted change(s) under packages/ and lua/` : ''}`;
   } catch {
@@ -138,9 +151,10 @@ function startServer(framework, contender) {
     const execArgv = PROFILE
       ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, `${framework}-${contender.replace('/', '-')}-${Date.now()}`)]
       : [];
-    const child = fork(SERVER, [framework, contender === 'control' ? 'bare' : contender, String(redis.port), HANDLER], {
+    const as = contender === 'control' ? 'bare' : contender === 'baseline' ? 'sluice-redis' : contender;
+    const child = fork(SERVER, [framework, as, String(redis.port), HANDLER], {
       execArgv: ['--import', HOOKS, ...execArgv],
-      env: { ...process.env, SLUICE_BENCH_SNAPSHOT: snapshot },
+      env: { ...process.env, SLUICE_BENCH_SNAPSHOT: contender === 'baseline' ? baseline : snapshot },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.add(child);
@@ -251,7 +265,7 @@ async function run(framework, contender, { child, port }, round) {
   const scripts = ((commands.evalsha ?? 0) + (commands.eval ?? 0)) / done;
   const { non2xx, errors, timeouts } = m.result;
   // sluice's event counts since the last ask (the server resets them when asked).
-  const events = contender.startsWith('sluice') ? await ask(child, 'events') : {};
+  const events = SLUICE(contender) ? await ask(child, 'events') : {};
   const local = Object.entries(events)
     .map(([type, n]) => `${type} ${n}`)
     .join(', ');
@@ -283,6 +297,11 @@ const fmtRatio = (n) => n.toFixed(2);
 
 const taken = await takeSnapshot();
 snapshot = taken.dir;
+if (BASELINE) {
+  const base = await takeSnapshot(BASELINE);
+  baseline = base.dir;
+  LABELS.baseline = `sluice, Redis, baseline build (${gitState(BASELINE)})`;
+}
 redis = await startRedis();
 const total = FRAMEWORKS.reduce((n, f) => n + CONTENDERS[f].length, 0);
 console.log(
@@ -377,7 +396,14 @@ for (const framework of FRAMEWORKS) {
       `${framework}: sluice on Redis adds ${added.toFixed(1)} µs CPU per request over bare, server + Redis (target at most ${most}): ${added <= most ? 'met' : 'MISSED'}`,
     );
   }
-  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && !c.startsWith('sluice-'))) {
+  if (ratios.baseline) {
+    const b = stats(ratios['sluice-redis'].map((x, r) => x / ratios.baseline[r]));
+    verdicts.push(
+      `${framework}: sluice on Redis over the baseline build, per round: ${b.median.toFixed(3)} (${b.min.toFixed(3)}–${b.max.toFixed(3)}); ` +
+        `baseline at ${fmtRatio(stats(ratios.baseline).median)} of bare`,
+    );
+  }
+  for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && !SLUICE(c))) {
     const p = stats(ratios[peer]).median;
     const wins = ratios['sluice-redis'].filter((x, r) => x > ratios[peer][r]).length;
     verdicts.push(
@@ -392,7 +418,7 @@ console.log(`\nTargets (ratios are medians of per-round ratios):\n${verdicts.map
 const { writeResults } = await import('./results.mjs');
 const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
 writeResults('http', {
-  settings: { seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP, connections: CONNECTIONS, keys: KEYS, control: CONTROL, handler: HANDLER },
+  settings: { seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP, connections: CONNECTIONS, keys: KEYS, control: CONTROL, handler: HANDLER, baseline: BASELINE && gitState(BASELINE) },
   build: taken.hash,
   minutes,
   frameworks: Object.fromEntries(
