@@ -418,7 +418,16 @@ console.log(`\nTargets (ratios are medians of per-round ratios):\n${verdicts.map
 const { writeResults } = await import('./results.mjs');
 const withRounds = (xs) => ({ ...stats(xs), rounds: xs });
 writeResults('http', {
-  settings: { seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP, connections: CONNECTIONS, keys: KEYS, control: CONTROL, handler: HANDLER, baseline: BASELINE && gitState(BASELINE) },
+  settings: {
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    warmup: WARMUP,
+    connections: CONNECTIONS,
+    keys: KEYS,
+    control: CONTROL,
+    handler: HANDLER,
+    baseline: BASELINE && gitState(BASELINE),
+  },
   build: taken.hash,
   minutes,
   frameworks: Object.fromEntries(
