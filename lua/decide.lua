@@ -1,5 +1,6 @@
--- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua, the algorithm
--- files, ALGORITHMS and ADJUSTS, the tables of each algorithm's functions by its code.
+-- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua and
+-- algorithm(code), which makes the functions of the algorithm with that code (its file's) and returns its
+-- step and its adjustment (an adjustment that returns true was a release).
 -- KEYS:  one per (decision, policy), in the order of the decisions below.
 -- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
 -- ARGV[2]        P, the number of policy specs that follow
@@ -13,9 +14,10 @@
 --       after its n, the id's record. An id already recorded is allowed again and charges nothing
 --       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms
 --       (the record holds the instant it lapses, and expires then).
---   'a' adjust: `cost` is the delta, applied to every policy without a check (ADJUSTS: a refund
---       never past full; a concurrent policy gives `slot` back); the reply is a peek's after it, but
---       for a release (concurrent policies only, which adjust never mixes with rate ones): zeros.
+--   'a' adjust: `cost` is the delta, applied to every policy without a check by its algorithm's
+--       adjustment (a refund never past full; a concurrent policy gives `slot` back); the reply is a
+--       peek's after it, but for a release (concurrent policies only, which adjust never mixes with
+--       rate ones): zeros.
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
@@ -30,13 +32,20 @@ else
   SLACK = 3600000
 end
 
+-- The algorithms' functions, made once per call and only for the algorithms its specs name.
+local made = {}
 local specs = {}
 local nspecs = tonumber(ARGV[2])
 for s = 1, nspecs do
   local b = 2 + (s - 1) * 4
   local code = ARGV[b + 1]
+  local fns = made[code]
+  if not fns then
+    fns = { algorithm(code) }
+    made[code] = fns
+  end
   -- A calendar quota's window is its list of period starts, a string.
-  specs[s] = { ALGORITHMS[code], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]) or ARGV[b + 3], tonumber(ARGV[b + 4]), ADJUSTS[code] }
+  specs[s] = { fns[1], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]) or ARGV[b + 3], tonumber(ARGV[b + 4]), fns[2] }
 end
 
 local reply = {}
@@ -83,11 +92,11 @@ end
 -- One 'x' or 'a' decision (see above) of a run whose n specs are `run`.
 local function decide_one(op, cost, n, run, idTtl, slot)
   SLOT = slot
-  local replay = false
+  local replay, release = false, false
   if op == 'a' then
     for i = 1, n do
       local spec = run[i]
-      spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
+      release = spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost) or release
     end
     cost = 1
   elseif idTtl > 0 then
@@ -95,7 +104,7 @@ local function decide_one(op, cost, n, run, idTtl, slot)
     local lapses = tonumber(call('GET', KEYS[k + n]))
     replay = lapses ~= nil and lapses > now
   end
-  if op == 'a' and run[1][1] == concurrent then
+  if release then
     -- A release (adjust never mixes slots with rate policies): its reply goes unread.
     for _ = 1, n do
       reply[r + 1] = 0
