@@ -46,7 +46,8 @@ function library(mode) {
   if (split < 0) throw new Error('lua-instructions: the decide script has changed shape; update library()');
   // While a library loads it sees no globals but a reduced `redis` (no string, math, redis.call): the
   // files' top-level aliases (`local floor, format, call = math.floor, string.format, redis.call`, the
-  // same names for the same values in every file) become upvalues the function sets on its first call.
+  // same names for the same values in every file) become upvalues the function sets on its first call,
+  // and the top-level plain values (`local SLACK = 0`) upvalues it sets at every call.
   const aliases = new Map();
   const defs = DECIDE_SCRIPT.slice(0, split).replace(/^local ([\w, ]+) = ([\w., ]+)$/gm, (_line, names, values) => {
     const vs = values.split(',').map((v) => v.trim());
@@ -57,11 +58,16 @@ function library(mode) {
     });
     return '';
   });
-  const names = [...aliases.keys()].join(', ');
+  // The library's references (`redis.call`, `string.format`) are set once; the prelude's per-call state
+  // (SLACK, the written-state memo: plain values) at every call, as a script's top level would.
+  const all = [...aliases];
+  const once = all.filter(([, v]) => v.includes('.'));
+  const each = all.filter(([, v]) => !v.includes('.'));
+  const assign = (pairs) => `${pairs.map(([n]) => n).join(', ')} = ${pairs.map(([, v]) => v).join(', ')}`;
   const body = DECIDE_SCRIPT.slice(split);
   return (
-    `${head}local ${names}\n${defs}\nredis.register_function('sluice_decide', function(KEYS, ARGV)\n` +
-    `if not call then ${names} = ${[...aliases.values()].join(', ')} end\n${body}\nend)\n`
+    `${head}local ${all.map(([n]) => n).join(', ')}\n${defs}\nredis.register_function('sluice_decide', function(KEYS, ARGV)\n` +
+    `if not call then ${assign(once)} end\n${each.length > 0 ? `${assign(each)}\n` : ''}${body}\nend)\n`
   );
 }
 
