@@ -19,6 +19,7 @@ import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
+import { stats } from './stats.mjs';
 
 const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 3));
@@ -52,10 +53,6 @@ const { storeClient, close: closeStoreClient } = await storeClientFor(CLIENT, re
 const otherClients = [];
 for (const name of OTHER_CLIENTS) otherClients.push({ name, ...(await storeClientFor(name, redis.port, client)) });
 console.log(`sluice's store on ${CLIENT}`);
-const stats = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
-};
 
 /** A sluice contender: a limiter on `onClient`, whose every decision must come from the store. */
 function sluice(name, options, onClient = storeClient, consume = (limiter, key) => limiter.consume(key)) {
@@ -172,28 +169,24 @@ await fill('m-rlr:', (key) => rlrMemory.increment(key));
 // commandstats` usec of the script calls (time inside the scripts; wall-clock, so it grows when the
 // machine is busy), and the server process' CPU time from `INFO cpu` (everything the server spent,
 // reading and parsing requests, writing replies and expiring keys included).
-const serverCpu = async () => {
-  const info = await client.info('cpu');
-  return Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1]);
-};
 const cpu = {};
 const processCpu = {};
 for (const c of list) {
   await client.config('RESETSTAT');
-  const before = await serverCpu();
+  const before = await redis.cpuUs();
   let n = 0;
   await Promise.all(
     Array.from({ length: 512 }, async () => {
       while (n < 20_000) await c.run(`k${n++ % KEYS}`);
     }),
   );
-  const after = await serverCpu();
+  const after = await redis.cpuUs();
   const s = await commandStats();
   const usec = Object.entries(s)
     .filter(([cmd]) => cmd === 'evalsha' || cmd === 'eval')
     .reduce((a, [, v]) => a + v.usec, 0);
   cpu[c.name] = usec / n;
-  processCpu[c.name] = ((after - before) * 1e6) / n;
+  processCpu[c.name] = (after - before) / n;
 }
 
 const rates = {};

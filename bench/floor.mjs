@@ -16,6 +16,7 @@ import { createLimiter, redisStore } from '@sluice/core';
 import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
+import { stats } from './stats.mjs';
 
 const ROUNDS = Number(arg('rounds', 5));
 const PER_ROUND = Number(arg('keys-per-round', 40_000));
@@ -49,11 +50,6 @@ for (let k = 0; k < KEYS; k += 1000) {
   await batch.exec();
 }
 
-const serverCpuUs = async () => {
-  const info = await client.info('cpu');
-  return (Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])) * 1e6;
-};
-
 /** Sends `total` keys as calls of `batch`, two in flight; returns Redis' and this process' CPU µs per key. */
 async function calls(name, batch, total) {
   let next = 0;
@@ -67,11 +63,11 @@ async function calls(name, batch, total) {
       } else await client.evalshaBuffer(shas[name], keys.length, keys);
     }
   };
-  const redisBefore = await serverCpuUs();
+  const redisBefore = await redis.cpuUs();
   const nodeBefore = process.cpuUsage();
   await Promise.all([lane(), lane()]);
   const node = process.cpuUsage(nodeBefore);
-  return { redis: ((await serverCpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+  return { redis: ((await redis.cpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
 }
 
 // sluice whole: its limiter on its store, 512 consumes in flight.
@@ -83,7 +79,7 @@ const limiter = createLimiter({
 });
 async function consumes(total) {
   let next = 0;
-  const redisBefore = await serverCpuUs();
+  const redisBefore = await redis.cpuUs();
   const nodeBefore = process.cpuUsage();
   await Promise.all(
     Array.from({ length: 512 }, async () => {
@@ -91,7 +87,7 @@ async function consumes(total) {
     }),
   );
   const node = process.cpuUsage(nodeBefore);
-  return { redis: ((await serverCpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+  return { redis: ((await redis.cpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
 }
 const WHOLE = 'sluice limiter.consume() at 512 in flight';
 await consumes(KEYS);
@@ -112,10 +108,6 @@ for (let round = 0; round < ROUNDS; round++) {
   console.log(`round ${round + 1}/${ROUNDS} done`);
 }
 
-const stats = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return { min: s[0], median: s[Math.floor(s.length / 2)], max: s.at(-1) };
-};
 const cell = (xs) => {
   const { min, median, max } = stats(xs);
   return `${median.toFixed(2)} (${min.toFixed(2)}–${max.toFixed(2)})`;
