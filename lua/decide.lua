@@ -146,10 +146,38 @@ while a <= nargs do
     local idTtl = tonumber(ARGV[a + 4 + n])
     local slots = ARGV[a + 5 + n]
     local from = 1
-    for _ = 1, count do
-      local space = find(slots, ' ', from, true)
-      decide_one(op, cost, n, run, idTtl, space and sub(slots, from, space - 1) or sub(slots, from))
-      if space then from = space + 1 end
+    if n == 1 and idTtl == 0 then
+      -- One policy and no id: a take charges in one pass, an adjustment answers with a peek after it
+      -- (zeros after a release), as decide_one would, without its per-decision branching.
+      local spec = run[1]
+      local step, limit, window, burst, adjust = spec[1], spec[2], spec[3], spec[4], spec[5]
+      local take = op == 'x'
+      for _ = 1, count do
+        local space = find(slots, ' ', from, true)
+        SLOT = space and sub(slots, from, space - 1) or sub(slots, from)
+        if space then from = space + 1 end
+        local key = KEYS[k]
+        local ok, remaining, reset, retry
+        if take then
+          ok, remaining, reset, retry = step(key, now, limit, window, burst, cost, true)
+        elseif adjust(key, now, limit, window, burst, cost) then
+          remaining, reset, retry = 0, 0, 0
+        else
+          ok, remaining, reset, retry = step(key, now, limit, window, burst, 1, false)
+        end
+        reply[r + 1] = remaining
+        reply[r + 2] = reset
+        reply[r + 3] = retry
+        r = r + 3
+        k = k + 1
+      end
+      SLOT = ''
+    else
+      for _ = 1, count do
+        local space = find(slots, ' ', from, true)
+        decide_one(op, cost, n, run, idTtl, space and sub(slots, from, space - 1) or sub(slots, from))
+        if space then from = space + 1 end
+      end
     end
     a = a + 6 + n
   elseif n == 1 then
