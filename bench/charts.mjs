@@ -189,7 +189,9 @@ const BENCH = '#555';
 
 /** Colours by name, stable within a chart: sluice's in blues, every other contender a warm colour of its own. */
 function palette(fixed = {}) {
-  const blues = [BLUE, '#3d8fd9', '#7ab6ea', '#b9d7f3'];
+  // A colour given to a name is not handed out again.
+  const taken = new Set(Object.values(fixed));
+  const blues = [BLUE, '#3d8fd9', '#7ab6ea', '#b9d7f3'].filter((c) => !taken.has(c));
   const warm = ['#e07b39', '#b8321c', '#d9a21b', '#8e5ea2'];
   const given = new Map(Object.entries(fixed));
   let b = 0;
