@@ -8,7 +8,8 @@
 //   --a DIR, --b DIR    checkouts whose packages/core is built (default: this one); DIR may be a git
 //                       worktree of an older commit (git worktree add ../old <commit>; pnpm i; pnpm build)
 //   --mode-a, --mode-b  tb (the limiter's own token bucket, the default), call (the same policy given
-//                       per call, as a plan object built per request) or day (a calendar quota)
+//                       per call, as a plan object built per request), day (a calendar quota) or slot
+//                       (a consume on a concurrent policy, then its release(): figures per pair)
 // Usage: pnpm build && node bench/pair.mjs [--a DIR] [--b DIR] [--mode-a tb] [--mode-b tb] [--rounds 20] [--slice 500]
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -20,26 +21,28 @@ const here = fileURLToPath(new URL('..', import.meta.url));
 const ROUNDS = Number(arg('rounds', 20));
 const SLICE_MS = Number(arg('slice', 500));
 const PLAN = { limit: 1_000_000, window: '1h' };
-const MODES = ['tb', 'call', 'day'];
+const MODES = ['tb', 'call', 'day', 'slot'];
+const POLICIES = { tb: PLAN, day: '1000000000/day', slot: { concurrent: 100_000, lease: '30s' } };
 
 const redis = await startRedis();
 let offStore = 0;
 
 /** One side: a build's limiter in a mode, and a loop that runs it for a slice. */
 async function side(name, dir, mode, prefix) {
-  if (!MODES.includes(mode)) throw new Error(`--mode-${name} is tb, call or day, got ${JSON.stringify(mode)}`);
+  if (!MODES.includes(mode)) throw new Error(`--mode-${name} is tb, call, day or slot, got ${JSON.stringify(mode)}`);
   const { createLimiter, redisStore } = await import(pathToFileURL(resolve(dir, 'packages/core/dist/esm/index.js')).href);
   const client = new Redis({ port: redis.port });
   // The store refuses calls before its client's first connect.
   await new Promise((ready, fail) => client.once('ready', ready).once('error', fail));
   const limiter = createLimiter({
-    ...(mode === 'call' ? {} : { policy: mode === 'day' ? '1000000000/day' : PLAN }),
+    ...(mode === 'call' ? {} : { policy: POLICIES[mode] }),
     store: redisStore({ client }),
     prefix,
     timeout: 10_000,
   });
   // A plan object built per request, as an app builds it from its user's plan.
   const consume = mode === 'call' ? (key) => limiter.consume(key, { policy: { ...PLAN } }) : (key) => limiter.consume(key);
+  const release = mode === 'slot';
   return {
     label: `${dir} (${mode})`,
     async slice(ms) {
@@ -51,6 +54,7 @@ async function side(name, dir, mode, prefix) {
           while (performance.now() < end) {
             const d = await consume(`k${n++ % 10_000}`);
             if (d.source !== 'store') offStore++;
+            if (release) await d.release();
           }
         }),
       );
@@ -84,6 +88,6 @@ if (offStore > 0) throw new Error(`${offStore} decisions did not come from Redis
 const sorted = (xs) => [...xs].sort((p, q) => p - q);
 const mid = (xs) => sorted(xs)[Math.floor(xs.length / 2)];
 const span = (xs) => `${mid(xs).toFixed(3)} (${sorted(xs)[0].toFixed(3)}–${sorted(xs).at(-1).toFixed(3)})`;
-console.log(`A µs per decision: ${span(rows.map((r) => r.a))}`);
-console.log(`B µs per decision: ${span(rows.map((r) => r.b))}`);
+console.log(`A µs per decision (per pair in slot mode): ${span(rows.map((r) => r.a))}`);
+console.log(`B µs per decision (per pair in slot mode): ${span(rows.map((r) => r.b))}`);
 console.log(`B / A per round: median ${span(rows.map((r) => r.ratio))}`);
