@@ -5,7 +5,8 @@ import type { LimiterEvent } from './limiter-options.js';
 export interface Breaker {
   /** May a call go to the store now? While half-open, only the probe may. */
   allow(now: number): boolean;
-  success(now: number): void;
+  /** A call answered: closes the breaker if it was open, reading `clock` only then (for how long it was). */
+  success(clock: () => number): void;
   failure(now: number, error: Error): void;
 }
 
@@ -25,12 +26,12 @@ export function createBreaker(
       probing = true;
       return true;
     },
-    success(now) {
+    success(clock) {
       consecutive = 0;
       if (openUntil === 0) return;
       openUntil = 0;
       probing = false;
-      onChange(false, undefined, now - openedAt);
+      onChange(false, undefined, clock() - openedAt);
     },
     failure(now, error) {
       consecutive++;

@@ -103,6 +103,37 @@ describe('circuit breaker', () => {
     expect(events).toEqual(['breaker-open', 'fallback']);
     await Promise.all([app.close(), route.close()]);
   });
+
+  test("breaker-close says how long the breaker was open, on the limiter's clock", async () => {
+    let now = 1_000;
+    let up = false;
+    const store: Store = {
+      local: false,
+      decide: async (request) => {
+        if (!up) throw new Error('down');
+        return { allowed: true, states: request.policies.map(() => ({ remaining: 9, resetMs: 0, retryAfterMs: 0 })) };
+      },
+      reset: async () => {},
+      close: async () => {},
+    };
+    const events: { type: string; latencyMs?: number }[] = [];
+    const limiter = createLimiter({
+      policy: '10/1m',
+      store,
+      clock: () => now,
+      breaker: { failures: 2, cooldown: 5_000 },
+      failMode: 'open',
+      onEvent: (e) => events.push({ type: e.type, latencyMs: e.latencyMs }),
+    });
+    await limiter.consume('a');
+    await limiter.consume('a');
+    expect(events.filter((e) => e.type === 'breaker-open')).toHaveLength(1);
+    now += 6_000; // past the cooldown: the next call is the probe
+    up = true;
+    expect((await limiter.consume('a')).source).toBe('store');
+    expect(events.filter((e) => e.type === 'breaker-close')).toEqual([{ type: 'breaker-close', latencyMs: 6_000 }]);
+    await limiter.close();
+  });
 });
 
 describe('a store that misbehaves', () => {

@@ -11,7 +11,7 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-/** How a store call ends: with the reply, or with the error (a failure or the deadline) and how long it took. */
+/** How a store call ends: with the reply (latencyMs 0), or with the error (a failure or the deadline) and how long it took. */
 export type StoreAnswer = (error: Error | undefined, reply: StoreReply | undefined, latencyMs: number) => void;
 
 export interface StoreCall {
@@ -57,15 +57,17 @@ export function createStoreCall(
   return {
     allow: (now) => breaker === undefined || breaker.allow(now),
     decide(request, now, answer) {
+      // The clock is read for a failure only (its latency, the breaker's count); an answer reads it
+      // only if it closes the breaker.
       const done: Settle<StoreReply> = (e, reply) => {
-        const end = clock();
         if (reply === undefined) {
+          const end = clock();
           const error = asError(e);
           breaker?.failure(end, error);
           answer(error, undefined, end - now);
         } else {
-          breaker?.success(end);
-          answer(undefined, reply, end - now);
+          breaker?.success(clock);
+          answer(undefined, reply, 0);
         }
       };
       // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
