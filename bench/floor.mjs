@@ -50,8 +50,17 @@ for (let k = 0; k < KEYS; k += 1000) {
   await batch.exec();
 }
 
-/** Sends `total` keys as calls of `batch`, two in flight; returns Redis' and this process' CPU µs per key. */
-async function calls(name, batch, total) {
+/** Redis' and this process' CPU µs per key of `work`, which resolves to how many keys it decided. */
+async function perKey(work) {
+  const redisBefore = await redis.cpuUs();
+  const nodeBefore = process.cpuUsage();
+  const keys = await work();
+  const node = process.cpuUsage(nodeBefore);
+  return { redis: ((await redis.cpuUs()) - redisBefore) / keys, node: (node.user + node.system) / keys };
+}
+
+/** Sends `total` keys as calls of `batch`, two in flight. */
+function calls(name, batch, total) {
   let next = 0;
   const lane = async () => {
     while (next < total) {
@@ -63,11 +72,7 @@ async function calls(name, batch, total) {
       } else await client.evalshaBuffer(shas[name], keys.length, keys);
     }
   };
-  const redisBefore = await redis.cpuUs();
-  const nodeBefore = process.cpuUsage();
-  await Promise.all([lane(), lane()]);
-  const node = process.cpuUsage(nodeBefore);
-  return { redis: ((await redis.cpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+  return perKey(() => Promise.all([lane(), lane()]).then(() => next));
 }
 
 // sluice whole: its limiter on its store, 512 consumes in flight.
@@ -77,17 +82,12 @@ const limiter = createLimiter({
   prefix: 'floor-sluice',
   timeout: 10_000,
 });
-async function consumes(total) {
+function consumes(total) {
   let next = 0;
-  const redisBefore = await redis.cpuUs();
-  const nodeBefore = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: 512 }, async () => {
-      while (next < total) await limiter.consume(`k${next++ % KEYS}`);
-    }),
-  );
-  const node = process.cpuUsage(nodeBefore);
-  return { redis: ((await redis.cpuUs()) - redisBefore) / next, node: (node.user + node.system) / next };
+  const lane = async () => {
+    while (next < total) await limiter.consume(`k${next++ % KEYS}`);
+  };
+  return perKey(() => Promise.all(Array.from({ length: 512 }, lane)).then(() => next));
 }
 const WHOLE = 'sluice limiter.consume() at 512 in flight';
 await consumes(KEYS);
@@ -115,15 +115,13 @@ const cell = (xs) => {
 console.log(`\n| what | keys per call | Redis CPU µs per key | Node CPU µs per key |`);
 console.log('| --- | ---: | ---: | ---: |');
 const rows = {};
-for (const batch of BATCHES) {
-  for (const name of names) {
-    const f = figures[`${name} @${batch}`];
-    rows[`${name} @${batch}`] = { redis: stats(f.redis), node: stats(f.node) };
-    console.log(`| ${name} | ${batch} | ${cell(f.redis)} | ${cell(f.node)} |`);
-  }
-}
-rows[WHOLE] = { redis: stats(figures[WHOLE].redis), node: stats(figures[WHOLE].node) };
-console.log(`| ${WHOLE} | (the store's) | ${cell(figures[WHOLE].redis)} | ${cell(figures[WHOLE].node)} |`);
+const row = (key, name, batch) => {
+  const f = figures[key];
+  rows[key] = { redis: stats(f.redis), node: stats(f.node) };
+  console.log(`| ${name} | ${batch} | ${cell(f.redis)} | ${cell(f.node)} |`);
+};
+for (const batch of BATCHES) for (const name of names) row(`${name} @${batch}`, name, batch);
+row(WHOLE, WHOLE, "(the store's)");
 
 const floor = (batch) => stats(figures[`the floor: GET + SET KEEPTTL per key @${batch}`].redis).median;
 const alone = (batch) => stats(figures[`a script call alone (return {}) @${batch}`].redis).median;
