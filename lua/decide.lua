@@ -113,7 +113,8 @@ local function decide_one(op, cost, n, run, idTtl, slot)
       r = r + 3
     end
   elseif n == 1 and not replay then
-    -- One policy: a consume checks and charges in one pass; an adjustment answers with a peek after it.
+    -- One policy (here a consume with an id: the run loop decides one-policy runs without one): it checks
+    -- and charges in one pass; an adjustment would answer with a peek after it.
     local spec = run[1]
     local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, op == 'x')
     reply[r + 1] = remaining
