@@ -4,7 +4,13 @@ import { channel } from 'node:diagnostics_channel';
 import { metrics } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { createLimiter, type Decision, SluiceError } from '@sluice/core';
-import { type OpenTelemetryMeter, openTelemetryMetrics, type PrometheusRegistry, prometheusMetrics } from '@sluice/metrics';
+import {
+  DEFAULT_MAX_POLICIES,
+  type OpenTelemetryMeter,
+  openTelemetryMetrics,
+  type PrometheusRegistry,
+  prometheusMetrics,
+} from '@sluice/metrics';
 import { register as globalRegister, Registry } from 'prom-client';
 import { uniquePrefix } from './support/redis';
 
@@ -217,6 +223,81 @@ describe('openTelemetryMetrics', () => {
     expect(() => openTelemetryMetrics({ meter: new Map() as never })).toThrow(
       /^meter must be an OpenTelemetry Meter \(metrics\.getMeter\(name\)\), got an object \(Map\)$/,
     );
+  });
+});
+
+describe('issue 24: metrics stay bounded', () => {
+  const N = 50_000;
+
+  /** N decisions of one prefix, each under a plan of its own name (built per request), all allowed. */
+  async function decideUnderDistinctPolicies(prefix: string): Promise<void> {
+    const limiter = createLimiter({ prefix, policy: '10/1m' });
+    // One counter for all of them (a policy's counter does not depend on its name): every one is allowed.
+    for (let i = 0; i < N; i++) await limiter.consume('k', { policy: { limit: 10 * N, window: '1m', name: `p${i}` } });
+    await limiter.close();
+  }
+
+  it('prometheusMetrics keeps the first 100 policy names of a prefix and counts the rest as policy="other"', async () => {
+    const register = new Registry();
+    const metrics = prometheusMetrics({ register });
+    try {
+      const prefix = uniquePrefix('pb');
+      await decideUnderDistinctPolicies(prefix);
+      const text = await register.metrics();
+      const series = text.split('\n').filter((line) => line.startsWith('sluice_decisions_total{') && line.includes(`prefix="${prefix}"`));
+      expect(series.length).toBeLessThanOrEqual(101);
+      expect(text.length).toBeLessThan(100_000);
+      const values = await promValues(register, 'sluice_decisions_total', { prefix });
+      expect(values.reduce((sum, v) => sum + v.value, 0)).toBe(N);
+      expect(values.find((v) => v.labels.policy === 'other')?.value).toBe(N - 100);
+      expect(values.filter((v) => v.labels.policy === 'p0' || v.labels.policy === 'p99').map((v) => v.value)).toEqual([1, 1]);
+      expect(values.some((v) => v.labels.policy === 'p100')).toBe(false);
+    } finally {
+      metrics.stop();
+    }
+  });
+
+  it('openTelemetryMetrics keeps the first 100 policy names of a prefix and counts the rest as policy "other"', async () => {
+    const reader = new OnDemandReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    const metrics = openTelemetryMetrics({ meter: provider.getMeter('bounded') });
+    try {
+      const prefix = uniquePrefix('ob');
+      await decideUnderDistinctPolicies(prefix);
+      const points = otelPoints((await reader.collect()).resourceMetrics, 'sluice_decisions_total', prefix);
+      expect(points.length).toBeLessThanOrEqual(101);
+      expect(points.reduce((sum, p) => sum + Number(p.value), 0)).toBe(N);
+      expect(points.find((p) => p.attributes.policy === 'other')?.value).toBe(N - 100);
+    } finally {
+      metrics.stop();
+      await provider.shutdown();
+    }
+  });
+
+  it('takes maxPolicies, per prefix, and refuses a bad one', async () => {
+    expect(DEFAULT_MAX_POLICIES).toBe(100);
+    const register = new Registry();
+    const metrics = prometheusMetrics({ register, maxPolicies: 2 });
+    try {
+      const [a, b] = [uniquePrefix('pa'), uniquePrefix('pb')];
+      for (const prefix of [a, b]) {
+        const limiter = createLimiter({ prefix, policy: '100/1m' });
+        for (const name of ['x', 'y', 'z', 'w', 'x']) await limiter.consume('k', { policy: { limit: 100, window: '1m', name } });
+        await limiter.close();
+        const values = await promValues(register, 'sluice_decisions_total', { prefix });
+        expect(Object.fromEntries(values.map((v) => [v.labels.policy, v.value]))).toEqual({ x: 2, y: 1, other: 2 });
+      }
+    } finally {
+      metrics.stop();
+    }
+    for (const bad of [-1, 1.5, Number.NaN, '100', null]) {
+      expect(() => prometheusMetrics({ register: new Registry(), maxPolicies: bad as never })).toThrow(
+        /^maxPolicies must be an integer >= 0/,
+      );
+      expect(() => openTelemetryMetrics({ meter: new MeterProvider().getMeter('m'), maxPolicies: bad as never })).toThrow(
+        /^maxPolicies must be an integer >= 0/,
+      );
+    }
   });
 });
 

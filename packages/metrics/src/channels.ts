@@ -1,7 +1,7 @@
 // What both metric backends read off the core's diagnostics channels, in one place: a decision reduced to
 // bounded labels (never the key) and breaker changes by prefix.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { Decision, LimiterEvent } from '@sluice/core';
+import { type Decision, type LimiterEvent, SluiceError } from '@sluice/core';
 
 /** Whether a decision let the request through. A shadow-mode denial (let through, `shadowed`) is 'denied'. */
 export type Outcome = 'allowed' | 'denied';
@@ -22,8 +22,31 @@ export interface DecisionSeries {
 }
 
 /**
+ * How many distinct `policy` label values sluice_decisions_total keeps per prefix by default (the
+ * `maxPolicies` option): the decisions of any further policy name are counted under the policy `other`.
+ * Policy names come from configuration, except for plans built per request (`consume(key, { policy })` with
+ * a name of each customer's own): without a cap those would make a series per name, without end.
+ */
+export const DEFAULT_MAX_POLICIES = 100;
+
+/** The `policy` label of the decisions past a prefix's first maxPolicies policy names. */
+export const OTHER_POLICY = 'other';
+
+/** Checks the `maxPolicies` option: an integer >= 0 (0 counts every decision under `other`). */
+export function resolveMaxPolicies(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_POLICIES;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    const shown = typeof value === 'number' ? String(value) : describe(value);
+    throw new SluiceError('ERR_SLUICE_OPTION', `maxPolicies must be an integer >= 0 (default ${DEFAULT_MAX_POLICIES}), got ${shown}`);
+  }
+  return value;
+}
+
+/**
  * The decision counts, by series. A decision costs a few Map lookups and an increment here; the backends read
  * the totals when they are collected (a scrape, an export), which is rarer than decisions by far.
+ * Each prefix keeps its first `maxPolicies` policy names; a decision under any other name counts under
+ * `other` (one more Map lookup), so a prefix has at most maxPolicies + 1 policy values.
  */
 export class DecisionCounts {
   /** Every series, in the order first seen. */
@@ -31,6 +54,8 @@ export class DecisionCounts {
   private readonly byPrefix = new Map<string, Map<string, DecisionSeries[]>>();
   /** Slot of each source within a policy's series (allowed first, then denied); grows if a core adds a source. */
   private readonly sources = new Map<string, number>();
+
+  constructor(private readonly maxPolicies: number = DEFAULT_MAX_POLICIES) {}
 
   add(prefix: string, policy: string, outcome: Outcome, source: string): void {
     let byPolicy = this.byPrefix.get(prefix);
@@ -40,8 +65,15 @@ export class DecisionCounts {
     }
     let slots = byPolicy.get(policy);
     if (slots === undefined) {
-      slots = [];
-      byPolicy.set(policy, slots);
+      // Past the cap, `other` (an entry of byPolicy like any name: a policy named 'other' shares it).
+      if (byPolicy.size >= this.maxPolicies) {
+        policy = OTHER_POLICY;
+        slots = byPolicy.get(OTHER_POLICY);
+      }
+      if (slots === undefined) {
+        slots = [];
+        byPolicy.set(policy, slots);
+      }
     }
     let index = this.sources.get(source);
     if (index === undefined) {
@@ -114,7 +146,8 @@ export const NAMES = {
 } as const;
 
 export const HELP = {
-  decisions: 'Rate-limit decisions, by prefix, binding policy, outcome (allowed|denied) and source.',
+  decisions:
+    "Rate-limit decisions, by prefix, binding policy ('other' past a prefix's first maxPolicies names), outcome (allowed|denied) and source.",
   duration:
     'Seconds from consume() or peek() to the decision, for decisions the store answered (source="store"): the store round trip plus the limiter around it.',
   breaker: "1 while the circuit breaker in front of the prefix's store is open (the fail mode decides), else 0.",

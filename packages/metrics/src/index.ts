@@ -1,3 +1,4 @@
+export { DEFAULT_MAX_POLICIES } from './channels.js';
 export type {
   OpenTelemetryMeter,
   OpenTelemetryMetricsOptions,

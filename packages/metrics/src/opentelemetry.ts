@@ -1,6 +1,6 @@
 import type * as OtelApi from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
+import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, resolveMaxPolicies, subscribeSink } from './channels.js';
 import { loadPeer } from './peer.cjs';
 import type { SluiceMetrics } from './prometheus.js';
 
@@ -29,6 +29,11 @@ export interface OpenTelemetryObservable {
 export interface OpenTelemetryMetricsOptions {
   /** The Meter to create the instruments on. Default: `metrics.getMeter('@sluice/metrics')` of @opentelemetry/api (the global MeterProvider). */
   meter?: OpenTelemetryMeter;
+  /**
+   * Distinct `policy` attribute values of sluice_decisions_total per prefix: the first this many policy names
+   * keep theirs, the decisions of any other count under `policy: 'other'`. Default 100 (`DEFAULT_MAX_POLICIES`).
+   */
+  maxPolicies?: number;
 }
 
 type Observe = (result: OpenTelemetryObservation) => void;
@@ -50,7 +55,9 @@ function defaultMeter(): OpenTelemetryMeter {
  * Records every limiter's decisions in this process as OpenTelemetry instruments, from the `sluice:decision`
  * and `sluice:event` diagnostics channels: the (observable) counter sluice_decisions_total {prefix, policy, outcome, source},
  * the histogram sluice_store_duration_seconds {prefix} (unit s) and the gauge sluice_breaker_open {prefix} (0/1).
- * Never a key attribute. stop() unsubscribes and stops reporting the observable instruments; instruments cannot leave a Meter.
+ * Never a key attribute. The series stay bounded when policies are built per request with names of their own: a
+ * prefix keeps its first `maxPolicies` (default 100) policy names, and counts the decisions of any further one
+ * under `policy: 'other'`. stop() unsubscribes and stops reporting the observable instruments; instruments cannot leave a Meter.
  * @example
  * const metrics = openTelemetryMetrics(); // on the global MeterProvider's meter '@sluice/metrics'
  */
@@ -62,9 +69,10 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   if (given !== undefined && (given === null || typeof given !== 'object' || METER_METHODS.some((m) => typeof given[m] !== 'function'))) {
     throw new SluiceError('ERR_SLUICE_OPTION', `meter must be an OpenTelemetry Meter (metrics.getMeter(name)), got ${describe(given)}`);
   }
+  const maxPolicies = resolveMaxPolicies(options.maxPolicies);
   const meter = given ?? defaultMeter();
   // Counted here, reported as cumulative totals when the reader collects: cheaper per decision than Counter.add.
-  const counts = new DecisionCounts();
+  const counts = new DecisionCounts(maxPolicies);
   const decisions = meter.createObservableCounter(NAMES.decisions, { description: HELP.decisions });
   const reportCounts: Observe = (result) => {
     for (const series of counts.all) result.observe(series.count, { ...series.labels });

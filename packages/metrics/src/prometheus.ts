@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type * as PromClient from 'prom-client';
-import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, subscribeSink } from './channels.js';
+import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, resolveMaxPolicies, subscribeSink } from './channels.js';
 import { loadPeer } from './peer.cjs';
 
 /** The part of a prom-client Registry that sluice uses: structural, so these types need no prom-client installed. */
@@ -14,6 +14,11 @@ export interface PrometheusRegistry {
 export interface PrometheusMetricsOptions {
   /** The prom-client Registry to register the metrics in. Default: prom-client's global `register`. */
   register?: PrometheusRegistry;
+  /**
+   * Distinct `policy` label values of sluice_decisions_total per prefix: the first this many policy names
+   * keep theirs, the decisions of any other count under `policy="other"`. Default 100 (`DEFAULT_MAX_POLICIES`).
+   */
+  maxPolicies?: number;
 }
 
 /** What prometheusMetrics() and openTelemetryMetrics() return. */
@@ -35,6 +40,8 @@ function promClient(): typeof PromClient {
  * Counts every limiter's decisions in this process into prom-client metrics, from the `sluice:decision` and
  * `sluice:event` diagnostics channels: sluice_decisions_total{prefix,policy,outcome,source},
  * sluice_store_duration_seconds{prefix} (histogram) and sluice_breaker_open{prefix} (0/1). Never a key label.
+ * The series stay bounded when policies are built per request with names of their own: a prefix keeps its first
+ * `maxPolicies` (default 100) policy names, and counts the decisions of any further one under `policy="other"`.
  * Throws if the registry already holds a metric of these names (stop() the earlier one first).
  * @example
  * const metrics = prometheusMetrics(); // into prom-client's global register
@@ -54,6 +61,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
   ) {
     throw new SluiceError('ERR_SLUICE_OPTION', `register must be a prom-client Registry, got ${describe(given)}`);
   }
+  const maxPolicies = resolveMaxPolicies(options.maxPolicies);
   const prom = promClient();
   const register = (given ?? prom.register) as PromClient.Registry;
   for (const name of Object.values(NAMES)) {
@@ -62,7 +70,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     }
   }
   const registers = [register];
-  const counts = new DecisionCounts();
+  const counts = new DecisionCounts(maxPolicies);
   const decisions = new prom.Counter({
     name: NAMES.decisions,
     help: HELP.decisions,
