@@ -1,6 +1,8 @@
 // The built `sluice` command (pnpm build first) against a real Redis: on keys written by a limiter and by each
 // adapter (Express, Fastify, Koa on redisStore), and its exit statuses.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createLimiter, type Decision, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
@@ -18,10 +20,10 @@ interface Run {
   stderr: string;
 }
 
-function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> {
+function sluice(args: string[], env: Record<string, string> = {}, killAfter = 60_000): Promise<Run> {
   const { REDIS_URL: _, ...inherited } = process.env;
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...inherited, ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...inherited, ...env }, timeout: killAfter }, (error, stdout, stderr) => {
       const status = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       resolve({ status, stdout, stderr });
     });
@@ -167,6 +169,79 @@ describe('sluice (the built command)', () => {
       expect(run.stderr).not.toContain('hunter2');
     }
     await dead.stop();
+  });
+
+  describe('issue 24: the CLI never hangs', () => {
+    // A server that accepts connections and never answers, nor closes its side when the client closes its own.
+    let silent: Server;
+    let port: number;
+    const held: Socket[] = [];
+    beforeAll(async () => {
+      silent = createServer({ allowHalfOpen: true }, (socket) => {
+        held.push(socket);
+        socket.on('error', () => {});
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      port = (silent.address() as { port: number }).port;
+    });
+    afterAll(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+
+    /** The run, and how long it took; killed after 30 s (a hang). */
+    async function timed(args: string[]): Promise<Run & { ms: number }> {
+      const started = Date.now();
+      const run = await sluice(args, {}, 30_000);
+      return { ...run, ms: Date.now() - started };
+    }
+
+    it('gives up after --timeout on a server that never answers: exit 1, one line, and the process ends', async () => {
+      // What starting node costs on this machine now, so that the bound below measures the CLI, not the load.
+      const start = (await timed(['--version'])).ms;
+      const url = `redis://admin:hunter2@127.0.0.1:${port}`;
+      for (const args of [
+        ['inspect', 'k', '--policy', '5/1m', '--redis', url, '--timeout', '500ms'],
+        ['reset', 'k', '--policy', '5/1m', '--redis', url, '--timeout', '500'],
+        ['inspect', 'k', '--policy', '5/1m', '--redis', url, '--timeout', '0.5s', '--cluster'],
+        ['reset', 'k', '--policy', '5/1m', '--redis', url, '--timeout', '500ms', '--cluster'],
+      ]) {
+        const run = await timed(args);
+        const node = args.includes('--cluster') ? 'the cluster node ' : '';
+        expect({ args, status: run.status, stdout: run.stdout, stderr: run.stderr }).toEqual({
+          args,
+          status: 1,
+          stdout: '',
+          stderr: `sluice: no answer from ${node}redis://127.0.0.1:${port} within 500 ms\n`,
+        });
+        // 500 ms, node's start, and 5 s of slack for a busy 2-core machine; a hang is killed at 30 s.
+        expect(run.ms).toBeLessThan(start + 500 + 5000);
+      }
+    });
+
+    it('takes --timeout as a duration, exits 2 on a bad one, and answers within it when Redis does', async () => {
+      const common = ['inspect', 'k', '--policy', '5/1m', '--redis', server.url];
+      for (const timeout of ['soon', '0', '0ms', '-1', '', '25d', '5 seconds']) {
+        const run = await sluice([...common, `--timeout=${timeout}`]);
+        expect({ timeout, status: run.status, stdout: run.stdout }).toEqual({ timeout, status: 2, stdout: '' });
+        expect(run.stderr).toMatch(/^sluice: --timeout must be [^\n]+\n$/);
+      }
+      for (const timeout of ['10s', '10000', '1m']) {
+        const run = await sluice([...common, '--timeout', timeout]);
+        expect(run).toMatchObject({ status: 0, stderr: '' });
+        expect(JSON.parse(run.stdout)).toMatchObject({ source: 'store', remaining: 5 });
+      }
+    });
+
+    it('--version and -v print the version of @sluice/cli', async () => {
+      const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'packages', 'cli', 'package.json'), 'utf8')) as { version: string };
+      for (const flag of ['--version', '-v']) {
+        expect(await sluice([flag])).toEqual({ status: 0, stdout: `${version}\n`, stderr: '' });
+      }
+      const help = await sluice(['--help']);
+      expect(help.stdout).toContain('--timeout');
+      expect(help.stdout).toContain('--version');
+    });
   });
 
   it('reads REDIS_URL, and --help prints the usage and exits 0', async () => {

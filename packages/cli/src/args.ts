@@ -13,6 +13,7 @@ export class UsageError extends Error {
 /** What to do, resolved. */
 export type Command =
   | { command: 'help' }
+  | { command: 'version' }
   | {
       command: 'inspect' | 'reset';
       /** The caller's key the limiter counts: KEY, or scopedKey(scope, KEY) with --scope. */
@@ -27,7 +28,15 @@ export type Command =
       shards: number | undefined;
       /** --redis names a node of a Redis Cluster. */
       cluster: boolean;
+      /** --timeout in ms: the deadline of connecting and the command together. */
+      timeoutMs: number;
     };
+
+/** The default --timeout: a person waits on this, not a request. */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+/** setTimeout's longest delay: a longer one fires at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--policy POLICY ...] [options]
 
@@ -45,9 +54,12 @@ Options:
                     '*' for app-level Koa
   --shards N        the limiter's shards, when it splits hot keys (default 1)
   --ip              KEY is a client IP: group it as the adapters' default key does (IPv6 by /56)
-  --help            this text
+  --timeout TIME    give up after TIME, connecting and the command together: '5s', '500ms', or ms
+                    (default 5s); then exit 1
+  -h, --help        this text
+  -v, --version     the version of sluice
 
-Exit status: 0 done, 1 the store failed, 2 a bad argument.`;
+Exit status: 0 done, 1 the store failed or gave no answer within --timeout, 2 a bad argument.`;
 
 function policyOf(text: string): PolicyInput {
   if (!text.trimStart().startsWith('{')) return text as PolicyInput;
@@ -56,6 +68,28 @@ function policyOf(text: string): PolicyInput {
   } catch (error) {
     throw new UsageError(`--policy is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** The same durations as the limiter's options: ms, or '500ms', '5s', '1m', '1h', '1d' (a bare unit is one of it). */
+const DURATION = /^(\d+(?:\.\d+)?)?(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+function timeoutOf(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_TIMEOUT_MS;
+  const trimmed = text.trim();
+  const m = DURATION.exec(trimmed);
+  const ms = /^\d+(?:\.\d+)?$/.test(trimmed)
+    ? Number(trimmed)
+    : m
+      ? (m[1] === undefined ? 1 : Number(m[1])) * UNIT_MS[m[2] as keyof typeof UNIT_MS]
+      : Number.NaN;
+  if (!(ms > 0 && ms <= MAX_TIMEOUT_MS)) {
+    throw new UsageError(
+      `--timeout must be a duration such as '5s', '500ms' or a number of ms, more than 0 and below 25 days, got ${JSON.stringify(text)}`,
+    );
+  }
+  // Whole ms: setTimeout rounds anyway, and the message names the deadline in ms.
+  return Math.max(1, Math.round(ms));
 }
 
 /** Parses argv (without node and the script) and the environment. Throws UsageError. */
@@ -68,6 +102,7 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
   }
   const { values, positionals } = parsed;
   if (values.help) return { command: 'help' };
+  if (values.version) return { command: 'version' };
   const [command, key, ...extra] = positionals;
   if (command !== 'inspect' && command !== 'reset') {
     throw new UsageError(
@@ -86,6 +121,7 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:')
     throw new UsageError(`--redis must be a redis:// or rediss:// URL, got a ${protocol} URL`);
+  const timeoutMs = timeoutOf(values.timeout);
   const policies = (values.policy ?? []).map(policyOf);
   if (policies.length === 0) throw new UsageError("--policy is required: the limiter's policy, such as --policy 100/1m");
   const scope = values.scope;
@@ -106,6 +142,7 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
     policies,
     shards: values.shards === undefined ? undefined : Number(values.shards),
     cluster: values.cluster === true,
+    timeoutMs,
   };
 }
 
@@ -122,7 +159,9 @@ function parse(argv: readonly string[]) {
       shards: { type: 'string' },
       cluster: { type: 'boolean' },
       ip: { type: 'boolean' },
+      timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
 }

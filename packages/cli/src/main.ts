@@ -1,6 +1,7 @@
 import { createLimiter, type Limiter, redisStore, SluiceError } from '@sluice/core';
 import { Cluster, Redis } from 'ioredis';
 import { type Command, parseCommand, USAGE, UsageError } from './args.js';
+import { cliVersion } from './version.cjs';
 
 /** Where main() writes. */
 export interface Output {
@@ -8,23 +9,32 @@ export interface Output {
   err(text: string): void;
 }
 
-/** ms for connecting and for each store call: a person waits on this, not a request. */
-const TIMEOUT_MS = 5000;
-
 class StoreFailure extends Error {
   override name = 'StoreFailure';
 }
 
+/**
+ * ms that a disconnect waits for the server to close its side before it drops the socket: a server that never
+ * answers may never close it either, and the process must not wait on it.
+ */
+const DISCONNECT_MS = 100;
+
 /** An ioredis client that connects once, when asked, and never queues a command while it is down. */
-function connect(url: string, cluster: boolean): Redis | Cluster {
-  const once = { connectTimeout: TIMEOUT_MS, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null };
+function connect(url: string, cluster: boolean, timeoutMs: number): Redis | Cluster {
+  const once = {
+    connectTimeout: timeoutMs,
+    disconnectTimeout: DISCONNECT_MS,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  };
   if (!cluster) return new Redis(url, { ...once, lazyConnect: true });
   const u = new URL(url);
   return new Cluster([{ host: u.hostname, port: Number(u.port || 6379) }], {
     lazyConnect: true,
     enableOfflineQueue: false,
     clusterRetryStrategy: () => null,
-    slotsRefreshTimeout: TIMEOUT_MS,
+    slotsRefreshTimeout: timeoutMs,
     redisOptions: {
       ...once,
       username: decodeURIComponent(u.username) || undefined,
@@ -32,6 +42,12 @@ function connect(url: string, cluster: boolean): Redis | Cluster {
       tls: u.protocol === 'rediss:' ? {} : undefined,
     },
   });
+}
+
+/** Where --redis points, for messages: scheme, host and port, never the user or password. */
+function where(command: { redisUrl: string; cluster: boolean }): string {
+  const { protocol, hostname, port } = new URL(command.redisUrl);
+  return `${command.cluster ? 'the cluster node ' : ''}${protocol}//${hostname}:${port || 6379}`;
 }
 
 /**
@@ -56,45 +72,58 @@ export async function main(
     output.out(`${USAGE}\n`);
     return 0;
   }
+  if (command.command === 'version') {
+    output.out(`${cliVersion()}\n`);
+    return 0;
+  }
+  const { timeoutMs } = command;
   let limiter: Limiter;
   // The limiter never rejects on a store failure (it answers by its fail mode): keep the store's error to report.
   let storeError: Error | undefined;
-  const client = connect(command.redisUrl, command.cluster);
+  const client = connect(command.redisUrl, command.cluster, timeoutMs);
   // ioredis rejects a failed connect with 'Connection is closed.'; the cause (ECONNREFUSED, WRONGPASS) comes here.
   let connectionError: Error | undefined;
   client.on('error', (error: Error) => {
     connectionError ??= error;
   });
   try {
-    try {
-      limiter = createLimiter({
-        policy: command.policies,
-        prefix: command.prefix,
-        shards: command.shards,
-        store: redisStore({ client }),
-        timeout: TIMEOUT_MS,
-        breaker: false,
-        denyCache: false,
-        onEvent: (event) => {
-          if (event.type === 'store-error') storeError = event.error;
-        },
-      });
-    } catch (error) {
-      // A bad --policy or --prefix: the core's message names the option and what is allowed.
-      if (!(error instanceof SluiceError)) throw error;
-      output.err(`sluice: ${error.message.split('\n')[0]} (see sluice --help)\n`);
-      return 2;
-    }
+    limiter = createLimiter({
+      policy: command.policies,
+      prefix: command.prefix,
+      shards: command.shards,
+      store: redisStore({ client }),
+      timeout: timeoutMs,
+      breaker: false,
+      denyCache: false,
+      onEvent: (event) => {
+        if (event.type === 'store-error') storeError = event.error;
+      },
+    });
+  } catch (error) {
+    client.disconnect();
+    // A bad --policy or --prefix: the core's message names the option and what is allowed.
+    if (!(error instanceof SluiceError)) throw error;
+    output.err(`sluice: ${error.message.split('\n')[0]} (see sluice --help)\n`);
+    return 2;
+  }
+  // Past the deadline the command's own ending (an error once the client is disconnected) prints nothing.
+  let expired = false;
+  const write = (to: 'out' | 'err', text: string) => {
+    if (!expired) output[to](text);
+  };
+  // One deadline for connecting and the command together: a server that accepts the connection and never
+  // answers (a wedged process, a proxy with nothing behind it) holds up a connect as well as a command.
+  const run = async (): Promise<number> => {
     try {
       await client.connect();
       if (command.command === 'reset') {
         await limiter.reset(command.key);
         const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
-        output.out(`reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
+        write('out', `reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
       } else {
         const decision = await limiter.peek(command.key);
         if (decision.source !== 'store') throw storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
-        output.out(`${JSON.stringify(decision, null, 2)}\n`);
+        write('out', `${JSON.stringify(decision, null, 2)}\n`);
       }
       return 0;
     } catch (error) {
@@ -107,12 +136,26 @@ export async function main(
           ? `no answer from the cluster node ${hostname}:${port || 6379}: ${cause}`
           : (connectionError?.message ?? cause);
       }
-      output.err(`sluice: the store failed: ${cause.split('\n')[0]}\n`);
+      write('err', `sluice: the store failed: ${cause.split('\n')[0]}\n`);
       return 1;
-    } finally {
-      await limiter.close();
     }
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), timeoutMs);
+  });
+  try {
+    // race() also takes care of run()'s ending after the deadline: nothing is left unhandled.
+    const status = await Promise.race([run(), deadline]);
+    if (status !== 'expired') return status;
+    expired = true;
+    output.err(`sluice: no answer from ${where(command)} within ${timeoutMs} ms\n`);
+    return 1;
   } finally {
+    clearTimeout(timer);
+    // Disconnecting fails whatever is still waiting on the client (the connect, a command), so that nothing
+    // holds the process open: the deadline is the command's whole run.
     client.disconnect();
+    await limiter.close();
   }
 }
