@@ -6,9 +6,9 @@ import { badOption, describe, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
 import { scopedKey } from './keys.js';
-import { type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+import { CHECK_COST, type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
 import { LIMITER_OPTION_NAMES } from './limiter-options.js';
-import { checkNames, isBoolean, isFunction, type OptionSpec, resolve } from './options.js';
+import { checkNames, isBoolean, isFunction, type OptionSpec, ownCopy, resolve } from './options.js';
 import type { PolicyInput } from './policy.js';
 import { settleAfter } from './settle.js';
 
@@ -265,7 +265,7 @@ export function httpLimit<Req, Res = undefined>(
   adapter: AdapterOwn = {},
 ): HttpLimit<Req, Res> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
-  const o = options as Record<string, unknown>;
+  const o = ownCopy(options);
   const peers = adapter.peers ?? PEER_NAMES;
   checkNames(o, [...LIMITER_OPTION_NAMES, ...Object.keys(ADAPTER_OPTIONS), ...peers, ...(adapter.own ?? [])], 'a rate-limit option');
   if (o.key !== undefined && o.keyGenerator !== undefined) badOption('keyGenerator', 'absent when key is given', 'a function');
@@ -295,6 +295,8 @@ export function httpLimit<Req, Res = undefined>(
     limiter = createLimiter(limiterOptions as unknown as LimiterOptions);
   }
   const theLimiter = limiter;
+  // A constant cost that can never pass would answer every request 500: refused here (not with a per-request policy).
+  if (typeof o.cost === 'number' && policyOf === undefined) (theLimiter as { [CHECK_COST]?: (cost: number) => void })[CHECK_COST]?.(o.cost);
   const after = settleAfter<Req, Res>(theLimiter, a);
   if (after !== undefined && typeof limiterOptions.shards === 'number' && limiterOptions.shards > 1) {
     badOption(
@@ -428,8 +430,9 @@ function problem(decision: Decision, status: number): Record<string, unknown> {
  * @example mergeHttpOptions({ policy: '100/1m', store }, { policy: '5/15m', failMode: 'closed' })
  */
 export function mergeHttpOptions<T extends object>(app: T, route: Partial<T>): T {
-  const merged: Record<string, unknown> = { ...(app as Record<string, unknown>) };
-  const r = route as Record<string, unknown>;
+  // Own properties only, on no prototype: a route's JSON `"__proto__"` is a key (refused by name), not the prototype.
+  const merged = ownCopy(app);
+  const r = ownCopy(route);
   const given = (name: string) => r[name] !== undefined;
   if (Object.keys(r).some((n) => given(n) && POLICY_OPTIONS.has(n))) for (const n of POLICY_OPTIONS) delete merged[n];
   if (given('limiter')) for (const n of LIMITER_OPTION_NAMES) delete merged[n];

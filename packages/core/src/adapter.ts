@@ -18,4 +18,4 @@ export { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
 export { badOption } from './errors.js';
 export { scopedKey } from './keys.js';
 export type { OptionSpec } from './options.js';
-export { isBoolean, isFunction, resolve } from './options.js';
+export { isBoolean, isFunction, own, resolve } from './options.js';

@@ -4,7 +4,7 @@ import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { memoryStore } from './memory-store.js';
-import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, type Resolved, resolve } from './options.js';
+import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, own, ownCopy, type Resolved, resolve } from './options.js';
 import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
 import type { Store } from './store.js';
 
@@ -117,7 +117,7 @@ export const LIMITER_OPTIONS = {
     check: (v, n) => {
       if (v === true) return DENY_CACHE_KEYS;
       if (v === false) return 0;
-      const maxKeys = (v as { maxKeys?: unknown } | null)?.maxKeys;
+      const maxKeys = typeof v === 'object' && v !== null ? own(v, 'maxKeys') : undefined;
       if (!Number.isSafeInteger(maxKeys) || (maxKeys as number) < 1) badOption(n, 'true, false or { maxKeys: positive integer }', v);
       return maxKeys as number;
     },
@@ -131,7 +131,7 @@ export const LIMITER_OPTIONS = {
       if (v === false) return { failures: 0, cooldown: 0 };
       if (v === null || typeof v !== 'object') badOption(n, 'false or { failures, cooldown }', v);
       checkNames(v, ['failures', 'cooldown'], 'a breaker option', `${n}.`);
-      const b = v as { failures?: unknown; cooldown?: unknown };
+      const b = ownCopy(v);
       return {
         failures: b.failures === undefined ? BREAKER.failures : isPositiveInteger(b.failures, `${n}.failures`),
         cooldown: b.cooldown === undefined ? BREAKER.cooldown : parseDuration(b.cooldown, `${n}.cooldown`),

@@ -20,6 +20,7 @@ import { createFailMode } from './fail-mode.js';
 import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
+import { checkNames, ownCopy } from './options.js';
 import type { Policy, PolicyInput } from './policy.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
@@ -69,6 +70,9 @@ export interface ConsumeOptions {
   /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */
   id?: string;
 }
+
+/** The adapter kit's check, at construction, of a constant cost against the limiter's own policies (checkCost's error). */
+export const CHECK_COST = Symbol.for('sluice.checkCost');
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
@@ -232,9 +236,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       let id: string | undefined;
       try {
         checkKey(key);
-        set = setOf(options?.policy);
-        cost = checkCost(options?.cost, set.policies, set.capacity);
-        id = options?.id;
+        const call = callOptions(options, CONSUME_OPTIONS, 'consume');
+        set = setOf(call?.policy);
+        cost = checkCost(call?.cost, set.policies, set.capacity);
+        id = call?.id;
         if (id !== undefined) checkId(id, set.hasSlots);
       } catch (error) {
         return Promise.reject(error);
@@ -251,7 +256,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     async peek(key, options) {
       checkKey(key);
-      const set = setOf(options?.policy);
+      const set = setOf(callOptions(options, POLICY_OPTION, 'peek')?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
@@ -260,17 +265,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
     adjust(key, delta, options) {
       try {
         checkKey(key);
+        return adjust(key, delta, callOptions(options, POLICY_OPTION, 'adjust'));
       } catch (error) {
         return Promise.reject(error);
       }
-      return adjust(key, delta, options);
     },
 
     async reset(key, options) {
       checkKey(key);
+      const policy = callOptions(options, POLICY_OPTION, 'reset')?.policy;
       const tag = keyTag(key);
       const known = [...(own ? [own] : []), ...calls.sets()];
-      const sets = options?.policy !== undefined ? [setOf(options.policy)] : known;
+      const sets = policy !== undefined ? [setOf(policy)] : known;
       // Every known set's denials of the key go, not only the reset one's.
       forgetDenials(tag);
       if (local) {
@@ -298,7 +304,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
   };
   Object.defineProperty(limiter, REPORT, { value: emit });
+  Object.defineProperty(limiter, CHECK_COST, { value: (cost: number) => own && checkCost(cost, own.policies, own.capacity) });
   return limiter;
+}
+
+/** The names each call's options may have. */
+const CONSUME_OPTIONS = ['cost', 'policy', 'id'];
+const POLICY_OPTION = ['policy'];
+
+/**
+ * A call's options, undefined or an object: a name the call does not take is refused ("did you mean"), and only own
+ * properties are read. Cheap on the hot path: the names are looked at in full only when one is not a known own one.
+ */
+function callOptions<T extends object>(options: T | undefined, known: readonly string[], call: string): T | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') badOption(`${call} options`, 'an object', options);
+  for (const name in options) {
+    if (!known.includes(name) || !Object.hasOwn(options, name)) {
+      checkNames(options, known, `a ${call} option`);
+      return ownCopy(options) as T; // an inherited name: a polluted Object.prototype
+    }
+  }
+  return options;
 }
 
 function checkKey(key: unknown): string {

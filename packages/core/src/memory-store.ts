@@ -1,5 +1,6 @@
 import { ALGORITHMS } from './algorithms/index.js';
 import { badOption } from './errors.js';
+import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
 /** Options of memoryStore(). */
@@ -9,6 +10,12 @@ export interface MemoryStoreOptions {
   /** ms clock. Default Date.now. For tests. */
   clock?: () => number;
 }
+
+const MEMORY_OPTIONS = {
+  maxKeys: { doc: 'most keys kept; default 100000', default: 100_000, check: isPositiveInteger },
+  clock: { doc: 'test hook: the ms clock; default Date.now', default: Date.now, check: isFunction } as OptionSpec<() => number>,
+} satisfies { [K in keyof MemoryStoreOptions]-?: OptionSpec<unknown> };
+const MEMORY_OPTION_NAMES = Object.keys(MEMORY_OPTIONS);
 
 /** Keys of `recent` that each key taken in looks at, dropping the expired ones. */
 const SWEEP = 2;
@@ -24,9 +31,9 @@ interface Entry {
  * @example createLimiter({ policy: '100/1m', store: memoryStore({ maxKeys: 50_000 }) })
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
-  const maxKeys = options.maxKeys ?? 100_000;
-  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) badOption('maxKeys', 'a positive integer', maxKeys);
-  const clock = options.clock ?? Date.now;
+  if (options === null || typeof options !== 'object') badOption('memoryStore options', 'an object, such as { maxKeys: 10000 }', options);
+  checkNames(options, MEMORY_OPTION_NAMES, 'a memoryStore option');
+  const { maxKeys, clock } = resolve(MEMORY_OPTIONS, options);
   // Two generations, as in quick-lru: a key used lately is in `recent`; when `recent` is full it becomes
   // `older` and the keys left in the old `older`, unused for a whole generation, go. Approximately
   // least-recently-used, O(1) per call, and never more than maxKeys keys. (One Map re-ordered on every

@@ -28,12 +28,18 @@ export function checkNames(given: object, known: readonly string[], what: string
   }
 }
 
-/** Resolves `input` against `table`: absent options get their default, given ones their check. */
+/** `o`'s own property `name`: never one inherited (from a polluted Object.prototype, or a JSON `"__proto__"` merged in). */
+export const own = (o: object, name: string): unknown => (Object.hasOwn(o, name) ? (o as Record<string, unknown>)[name] : undefined);
+
+/** `o`'s own enumerable properties, on no prototype: reading one never finds an inherited value, and a `"__proto__"` key stays a key. */
+export const ownCopy = (o: object): Record<string, unknown> => Object.assign(Object.create(null), o);
+
+/** Resolves `input` against `table` (own properties only): absent options get their default, given ones their check. */
 export function resolve<T extends OptionTable>(table: T, input: object): Resolved<T> {
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(table)) {
     const spec = table[name] as OptionSpec<unknown>;
-    const value = (input as Record<string, unknown>)[name];
+    const value = own(input, name);
     out[name] = value === undefined ? spec.default : spec.check(value, name);
   }
   return out as Resolved<T>;

@@ -3,6 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
 import { badOption, SluiceError } from './errors.js';
 import { DECIDE_SCRIPT } from './lua.generated.js';
+import { checkNames } from './options.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
 import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './redis-clients.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
@@ -58,6 +59,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_OPTION', `redisStore takes options { client }, where client is ${CLIENTS_TAKEN}`);
   }
+  checkNames(options, ['client', 'maxBatch', 'clock'], 'a redisStore option');
   const { clock } = options;
   const client = scriptClient(options.client, (first) => first === SHA || first === DECIDE_SCRIPT);
   const maxBatch = options.maxBatch ?? 512;

@@ -9,6 +9,7 @@ import {
   type LimitedResponse,
   mergeHttpOptions,
   type OptionSpec,
+  own as ownValue,
   type PeerSpellings,
   type PolicyGiven,
   resolve,
@@ -115,13 +116,13 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const { hook, global } = resolve(PLUGIN_OPTIONS, options);
   const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
-  if (app.store === undefined && app.limiter === undefined) app.store = memoryStore();
+  if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
   const own = { own: Object.keys(ROUTE_OPTIONS), peers: PEERS };
   const appLimit = global ? httpLimit<FastifyRequest, FastifyReply>(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
-    const config = (route.config as { rateLimit?: FastifyRateLimitRouteOptions | false } | undefined)?.rateLimit;
+    const config = ownValue(Object(route.config), 'rateLimit') as FastifyRateLimitRouteOptions | false | undefined;
     if (config === false || (config === undefined && appLimit === undefined)) return;
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
