@@ -4,7 +4,7 @@ import { type Decision, failOpenDecision, toDecision } from './decision.js';
 import { badOption } from './errors.js';
 import { fallbackTag, keyTag, storeKey } from './keys.js';
 import type { LimiterEvent, ResolvedLimiterOptions } from './limiter-options.js';
-import { isConcurrent, type Policy, type PolicyInput } from './policy.js';
+import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy.js';
 import type { PolicySet } from './policy-set.js';
 import type { Store, StoreRequest } from './store.js';
 import type { StoreCall } from './store-call.js';
@@ -53,8 +53,22 @@ export function createAdjust(o: {
     const set = setOf(given?.policy);
     const ps = ratesOf(set);
     if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
-    if (!Number.isInteger(delta) && ps.some((p) => p.algorithm === 'sliding-log')) {
-      badOption('delta', "a whole number with a 'sliding-log' policy", delta);
+    if (Math.abs(delta) > LIMIT_MAX) badOption('delta', `at most ${LIMIT_MAX_TEXT} either way`, delta);
+    for (const p of ps) {
+      // A token bucket's debt is time to wait out, delta / limit × window: at most WINDOW_MAX_MS of it per call.
+      if (p.algorithm === 'token-bucket' && delta * p.windowMs > WINDOW_MAX_MS * p.limit) {
+        const most = Math.floor((WINDOW_MAX_MS * p.limit) / p.windowMs);
+        badOption(
+          'delta',
+          `at most ${most} with policy "${p.name}" (delta / limit × window, the wait it adds, at most ${WINDOW_MAX_MS / 86_400_000} days)`,
+          delta,
+        );
+      }
+    }
+    if (ps.some((p) => p.algorithm === 'sliding-log')) {
+      if (!Number.isInteger(delta)) badOption('delta', "a whole number with a 'sliding-log' policy", delta);
+      // A charge adds a member per unit, in one script call.
+      if (delta > SLIDING_LOG_MAX) badOption('delta', `at most ${SLIDING_LOG_MAX} with a 'sliding-log' policy`, delta);
     }
     const tag = keyTag(key);
     // A refund may turn the store's denial into a pass: the deny cache must not outlive it.

@@ -13,7 +13,11 @@ export function parseHeadersMode(value: unknown, option = 'headers'): HeadersMod
   return value as HeadersMode;
 }
 
-const seconds = (ms: number) => Math.ceil(ms / 1000);
+/**
+ * Whole seconds, rounded up, at most an RFC 9651 sf-integer's 15 digits. Policies are bounded well below it
+ * (policy.ts), but a debt charged by adjust() may be waited out for longer than any window.
+ */
+const seconds = (ms: number) => Math.min(999_999_999_999_999, Math.ceil(ms / 1000));
 
 /** Whole seconds a client should wait; on a denial, at least 1. */
 export function retryAfterSeconds(decision: Decision): number {

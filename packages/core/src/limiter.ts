@@ -21,7 +21,7 @@ import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
 import { checkNames, ownCopy } from './options.js';
-import type { Policy, PolicyInput } from './policy.js';
+import { LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput } from './policy.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
@@ -355,5 +355,7 @@ function checkCost(cost: unknown, policies: readonly Policy[], capacity: PolicyS
       `cost ${cost} can never pass: it is above the capacity ${capacity.cost} of policy "${capacity.policy.name}"`,
     );
   }
+  // Only concurrent policies bound no capacity: the bound of every count still holds (policy.ts).
+  if (cost > LIMIT_MAX) throw new SluiceError('ERR_SLUICE_COST', `cost must be at most ${LIMIT_MAX_TEXT}, got ${cost}`);
   return cost;
 }

@@ -23,7 +23,7 @@ const modes = {
 };
 
 // Two policies and 64 keys, all allowed: the common case.
-const limiter = createLimiter({ policy: ['1000000/1s', '100000000/1h'], prefix: 'cost' });
+const limiter = createLimiter({ policy: ['1000000/1s', '2500000/1h'], prefix: 'cost' });
 const keys = Array.from({ length: 64 }, (_, i) => `client-${i}`);
 
 async function round(mode) {
