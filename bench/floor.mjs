@@ -59,6 +59,9 @@ async function perKey(work) {
   return { redis: ((await redis.cpuUs()) - redisBefore) / keys, node: (node.user + node.system) / keys };
 }
 
+/** The number of the last script call, for the script's call guard. */
+let guarded = 0;
+
 /** Sends `total` keys as calls of `batch`, two in flight. */
 function calls(name, batch, total) {
   let next = 0;
@@ -67,8 +70,9 @@ function calls(name, batch, total) {
       const keys = [];
       for (let i = 0; i < batch; i++) keys.push(`floor:{k${next++ % KEYS}}:t`);
       if (name === SLUICE) {
-        // One run of `batch` consumes of cost 1 under one spec (lua/decide.lua's argument layout).
-        await client.evalshaBuffer(decideSha, keys.length, keys, ['', '1', ...TB, String(batch), 'c', '1', '1', '1']);
+        // The call guard and one run of `batch` consumes of cost 1 under one spec (lua/decide.lua's layout).
+        const args = [String(++guarded), '', '1', ...TB, String(batch), 'c', '1', '1', '1'];
+        await client.evalshaBuffer(decideSha, keys.length + 1, ['floor:guard', ...keys], args);
       } else await client.evalshaBuffer(shas[name], keys.length, keys);
     }
   };

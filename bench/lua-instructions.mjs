@@ -93,6 +93,9 @@ try {
   const sha = await client.script('LOAD', DECIDE_SCRIPT);
   if (FUNCTIONS) await client.call('FUNCTION', 'LOAD', 'REPLACE', library(FUNCTIONS));
   let n = 0;
+  // The script's call guard (lua/decide.lua), and the number of the last call.
+  const GUARD = 'b:guard';
+  let calls = 0;
   // One run of BATCH alike decisions (see lua/decide.lua): count, op, cost, one policy, spec 1.
   const call = async () => {
     const keys = Array.from({ length: BATCH }, () => `b:{k${n++ % KEYS}}:p`);
@@ -100,17 +103,17 @@ try {
       // Two calls alike, each of BATCH decisions: a take of a slot then its release (--pair), or a consume
       // of cost 2 then its adjustment by -1 (--settle: what an HTTP settle costs a request).
       const slots = PAIR ? keys.map((_, i) => `s${n}-${i}`).join(' ') : '';
-      const spec = ['', '1', PAIR ? 'cc' : 'tb', LIMIT, WINDOW, LIMIT, String(BATCH)];
-      const take = PAIR ? [...spec, 'x', '1', '1', '1', '0', slots] : [...spec, 'c', '2', '1', '1'];
-      const taken = await client.evalsha(sha, BATCH, ...keys, ...take);
+      const spec = () => [String(++calls), '', '1', PAIR ? 'cc' : 'tb', LIMIT, WINDOW, LIMIT, String(BATCH)];
+      const take = PAIR ? [...spec(), 'x', '1', '1', '1', '0', slots] : [...spec(), 'c', '2', '1', '1'];
+      const taken = await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...take);
       if (taken.length !== 3 * BATCH || taken[2] !== 0) throw new Error(`unexpected reply: ${taken.slice(0, 6)}`);
-      await client.evalsha(sha, BATCH, ...keys, ...spec, 'a', '-1', '1', '1', '0', slots);
+      await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...spec(), 'a', '-1', '1', '1', '0', slots);
       return;
     }
-    const args = ['', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];
+    const args = [String(++calls), '', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];
     const reply = FUNCTIONS
-      ? await client.call('FCALL', 'sluice_decide', BATCH, ...keys, ...args)
-      : await client.evalsha(sha, BATCH, ...keys, ...args);
+      ? await client.call('FCALL', 'sluice_decide', BATCH + 1, GUARD, ...keys, ...args)
+      : await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...args);
     // Both forms must decide alike: every decision of a call answered, each allowed (limits far above use).
     if (reply.length !== 3 * BATCH || reply[2] !== 0) throw new Error(`unexpected reply: ${reply.slice(0, 6)}`);
   };

@@ -1,10 +1,12 @@
 -- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua and
 -- algorithm(code), which makes the functions of the algorithm with that code (its file's) and returns its
 -- step and its adjustment (an adjustment that returns true was a release).
--- KEYS:  one per (decision, policy), in the order of the decisions below.
--- ARGV[1]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
--- ARGV[2]        P, the number of policy specs that follow
--- ARGV[3..2+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst (a calendar
+-- KEYS[1]        the call guard of the store that sends the call (see below)
+-- KEYS[2..]      one per (decision, policy), in the order of the decisions below.
+-- ARGV[1]        the call's number: the store numbers its calls 1, 2, 3, ...
+-- ARGV[2]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
+-- ARGV[3]        P, the number of policy specs that follow
+-- ARGV[4..3+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst (a calendar
 --                quota's window is its candidate period starts, a string: see calendar.lua)
 -- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
 -- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
@@ -22,12 +24,23 @@
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
 -- A decision passes only if every policy passes, and a denial charges none of them.
+-- Exactly once: a client may send a call again (an ioredis Cluster retries a call that was in flight when
+-- its connection reset, after Redis had run it). The guard holds the highest number this store's calls
+-- ran under; a call numbered no higher is not run again, and answers the error SLUICE_AGAIN (the store
+-- answers its decisions by the fail mode). A call overtaken by a later one (a rare reordering around a
+-- reset) is refused too: refusing is safe, running twice is not. One command per call, not per decision.
+local last = tonumber(call('SET', KEYS[1], ARGV[1], 'PX', '60000', 'GET'))
+if last and last >= tonumber(ARGV[1]) then
+  call('SET', KEYS[1], last, 'PX', '60000')
+  return redis.error_reply('SLUICE_AGAIN call ' .. ARGV[1] .. ' was already run or overtaken (guard at ' .. last .. ')')
+end
+
 local now
-if ARGV[1] == '' then
+if ARGV[2] == '' then
   local t = call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 else
-  now = tonumber(ARGV[1])
+  now = tonumber(ARGV[2])
   -- A test clock is not Redis' clock: keep keys past the TTLs it computes.
   SLACK = 3600000
 end
@@ -35,9 +48,9 @@ end
 -- The algorithms' functions, made once per call and only for the algorithms its specs name.
 local made = {}
 local specs = {}
-local nspecs = tonumber(ARGV[2])
+local nspecs = tonumber(ARGV[3])
 for s = 1, nspecs do
-  local b = 2 + (s - 1) * 4
+  local b = 3 + (s - 1) * 4
   local code = ARGV[b + 1]
   local fns = made[code]
   if not fns then
@@ -50,8 +63,8 @@ end
 
 local reply = {}
 local r = 0
-local a = 3 + nspecs * 4
-local k = 1
+local a = 4 + nspecs * 4
+local k = 2
 local nargs = #ARGV
 
 -- Records an allowed consume's id for idTtl ms: the record holds the instant it lapses.

@@ -71,6 +71,75 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
     expect(events.filter((e) => e.type === 'store-error')).toEqual([]);
   });
 
+  it('issue 24: boot decides on the store: 20 calls made while a new client connects wait for it, no error, no breaker', async () => {
+    // A client still connecting (node-redis: connect() called, not awaited), as in every deploy under traffic.
+    const t = await open(false);
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '10/1h',
+      store: redisStore({ client: t.client }),
+      timeout: 2000, // far above a local connect, even on a busy machine: the calls must wait, not time out
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
+    expect(decisions.map((d) => d.source)).toEqual(Array(20).fill('store'));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    expect(events).toEqual(expect.not.arrayContaining([expect.objectContaining({ type: 'store-error' })]));
+    expect((await limiter.peek('k')).remaining).toBe(0);
+  });
+
+  it('issue 24: a reconnect decides on the store: calls made while the client reconnects after CLIENT KILL wait for it', async () => {
+    const t = await open();
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '10/1h',
+      store: redisStore({ client: t.client }),
+      timeout: 2000,
+      prefix: unique(),
+      onEvent: (e) => events.push(e),
+    });
+    expect((await limiter.consume('k')).source).toBe('store');
+    const c = t.client as unknown as { status?: string; isReady?: boolean };
+    const up = () => (c.status === undefined ? c.isReady === true : c.status === 'ready');
+    await cli(server.port, 'CLIENT', 'KILL', 'TYPE', 'normal');
+    for (let i = 0; up() && i < 200; i++) await sleep(5);
+    expect(up()).toBe(false);
+    const decisions = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')));
+    expect(decisions.map((d) => d.source)).toEqual(Array(5).fill('store'));
+    expect(events.filter((e) => e.type === 'store-error')).toEqual([]);
+    expect((await limiter.peek('k')).remaining).toBe(4);
+  });
+
+  it('issue 24: boot past the deadline: the fail mode answers, the calls are never sent later, the breaker stays closed', async () => {
+    // A server that accepts connections and answers nothing: the connection is being made, never failed.
+    server.pause();
+    let t: TestClient;
+    const events: LimiterEvent[] = [];
+    let limiter: ReturnType<typeof createLimiter>;
+    try {
+      t = await open(false);
+      limiter = createLimiter({
+        policy: '10/1h',
+        store: redisStore({ client: t.client }),
+        failMode: 'open',
+        timeout: 200,
+        prefix: unique(),
+        onEvent: (e) => events.push(e),
+      });
+      const before = await Promise.all(Array.from({ length: 12 }, () => limiter.consume('k')));
+      expect(before.every((d) => d.source === 'fail-open')).toBe(true);
+    } finally {
+      server.resume();
+    }
+    await t.ready();
+    await sleep(200);
+    const after = await limiter.peek('k');
+    expect(after).toMatchObject({ source: 'store', remaining: 10 });
+    // Twelve calls timed out while connecting: none counted against the breaker (5 failures open it).
+    expect(events.filter((e) => e.type === 'breaker-open')).toEqual([]);
+  });
+
   it('regression: calls made before the first connect are refused at once, not replayed once connected', async () => {
     await server.kill();
     let restarted = false;
@@ -193,9 +262,15 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       onEvent: (e) => events.push(e),
     });
     await server.kill();
-    for (let i = 0; i < 3; i++) await limiter.consume('k');
-    expect(events.filter((e) => e.type === 'breaker-open')).toHaveLength(1);
-    await server.restart();
+    // A call made while the client still reconnects waits and does not count (it has not failed yet);
+    // once an attempt to reconnect fails, calls fail at once and count: 3 of them open the breaker.
+    const opened = () => events.filter((e) => e.type === 'breaker-open').length;
+    try {
+      for (let i = 0; i < 50 && opened() === 0; i++) await limiter.consume('k');
+    } finally {
+      await server.restart();
+    }
+    expect(opened()).toBe(1);
     await t.ready();
     const whileOpen = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
     expect(whileOpen.every((d) => d.source === 'fallback')).toBe(true);

@@ -117,8 +117,11 @@ describe('calendar quotas in Lua', () => {
     const timeZone = 'Asia/Tokyo';
     const before = await serverMs();
     const starts = calendarArg('day', timeZone, before + 12 * 3_600_000);
-    // ARGV: server clock, one spec (calendar, limit 2, the app's candidates), one consume of cost 1.
-    const run = () => client.eval(DECIDE_SCRIPT, 1, key, '', '1', 'ca', '2', starts, '2', '1', 'c', '1', '1', '1') as Promise<number[]>;
+    // KEYS: the call guard (in the key's slot), the key. ARGV: the call's number, server clock, one spec
+    // (calendar, limit 2, the app's candidates), one consume of cost 1.
+    const guard = `${key}:guard`;
+    const run = () =>
+      client.eval(DECIDE_SCRIPT, 2, guard, key, '1', '', '1', 'ca', '2', starts, '2', '1', 'c', '1', '1', '1') as Promise<number[]>;
     const [remaining, resetMs = Number.NaN, retry] = await run();
     const after = await serverMs();
     expect([remaining, retry]).toEqual([1, 0]);

@@ -1,5 +1,5 @@
 import type { Decision } from './decision.js';
-import { DenyCache } from './deny-cache.js';
+import { DenyCache, MAX_HOLD_MS } from './deny-cache.js';
 import { rateLimitHeaders } from './headers.js';
 
 const denial: Decision = {
@@ -20,23 +20,23 @@ describe('DenyCache', () => {
   it('regression: a cached 429 keeps RateLimit t equal to Retry-After as time passes', () => {
     const cache = new DenyCache(10);
     cache.set('k', 1, denial, 1000, 20_000);
-    const later = cache.get('k', 1, 1000 + 3_500) as Decision;
+    const later = cache.get('k', 1, 1000 + 500) as Decision;
     expect(later.source).toBe('deny-cache');
-    expect(later.retryAfterMs).toBe(16_500);
-    expect(later.policies.map((p) => p.retryAfterMs)).toEqual([16_500, 0]);
-    expect(later.policies.map((p) => p.resetMs)).toEqual([56_500, 104_500]);
+    expect(later.retryAfterMs).toBe(19_500);
+    expect(later.policies.map((p) => p.retryAfterMs)).toEqual([19_500, 0]);
+    expect(later.policies.map((p) => p.resetMs)).toEqual([59_500, 107_500]);
     const headers = rateLimitHeaders(later);
-    expect(headers['Retry-After']).toBe('17');
-    expect(headers.RateLimit).toBe('"3-per-60s";r=0;t=17, "100-per-3600s";r=97;t=105');
+    expect(headers['Retry-After']).toBe('20');
+    expect(headers.RateLimit).toBe('"3-per-60s";r=0;t=20, "100-per-3600s";r=97;t=108');
   });
 
   it('answers only a cost at least the denied one, only until the retry-after runs out, and stays bounded', () => {
     const cache = new DenyCache(2);
-    cache.set('k', 2, denial, 0, 19_999.001);
+    cache.set('k', 2, denial, 0, 999.001);
     expect(cache.get('k', 1, 10)).toBeUndefined();
     expect(cache.get('k', 2, 10)).toBeDefined();
-    expect(cache.get('k', 2, 19_999 - 0.0001)).toBeDefined();
-    expect(cache.get('k', 2, 19_999)).toBeUndefined();
+    expect(cache.get('k', 2, 999 - 0.0001)).toBeDefined();
+    expect(cache.get('k', 2, 999)).toBeUndefined();
     cache.set('a', 1, denial, 0, 20_000);
     cache.set('b', 1, denial, 0, 20_000);
     cache.set('c', 1, denial, 0, 20_000);
@@ -56,5 +56,12 @@ describe('DenyCache', () => {
     cache.set('k', 1, short, 6000, 5);
     cache.set('k', 1, short, 6000, 0.001);
     expect(cache.get('k', 1, 6000)).toBeUndefined();
+  });
+
+  it('issue 24: a reset is a reset everywhere: a denial is held at most MAX_HOLD_MS (1 s), however long the store denies', () => {
+    const cache = new DenyCache(10);
+    cache.set('k', 1, denial, 0, 20_000);
+    expect(cache.get('k', 1, MAX_HOLD_MS - 0.001)?.retryAfterMs).toBe(19_001);
+    expect(cache.get('k', 1, MAX_HOLD_MS)).toBeUndefined();
   });
 });

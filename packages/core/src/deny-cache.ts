@@ -10,11 +10,18 @@ interface Denial {
 }
 
 /**
+ * Longest a denial is answered here: a reset made by another process (or the CLI) cannot reach this
+ * one, so a key reset anywhere is denied locally for at most this long after. A flood still costs the
+ * store one call per key per second and process.
+ */
+export const MAX_HOLD_MS = 1000;
+
+/**
  * Remembers store denials so this process can answer them without asking the store again. An entry
  * answers only a cost at least the denied one, and only until the store's retry-after (ms to the µs,
  * from the StoreReply, not the Decision's whole ms) has run from the moment the call was sent, less
- * the 1 µs that rounding it up may have added: never longer than the store would keep denying.
- * Bounded: past `maxKeys` the oldest entry goes.
+ * the 1 µs that rounding it up may have added: never longer than the store would keep denying, and
+ * never longer than MAX_HOLD_MS. Bounded: past `maxKeys` the oldest entry goes.
  */
 export class DenyCache {
   private readonly entries = new Map<string, Denial>();
@@ -45,7 +52,7 @@ export class DenyCache {
   /** `retryMs`: the store's retry-after to the µs (whole µs, rounded up, / 1000), e.g. replyRetryMs(reply). */
   set(tag: string, cost: number, decision: Decision, sentAt: number, retryMs: number): void {
     // Whole µs less the one rounding up may have added; exact in µs, so no float error lengthens it.
-    const holdMs = (Math.round(retryMs * 1000) - 1) / 1000;
+    const holdMs = Math.min(MAX_HOLD_MS, (Math.round(retryMs * 1000) - 1) / 1000);
     this.entries.delete(tag);
     if (!(holdMs > 0)) return;
     this.entries.set(tag, { sentAt, until: sentAt + holdMs, cost, decision });

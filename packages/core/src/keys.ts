@@ -4,8 +4,10 @@
 //   the tag             the hash-tag body a caller's key becomes (itself, or a digest);
 //   the shard tag       a tag with its shard ('k~3'), the fallback tag (the local tier's, '!k');
 //   the store key       one policy's counters: `prefix:{tag}:policyId`;
-//   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`.
+//   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`;
+//   the guard key       a store's record of the calls it sent (redis-store.ts): `sluice:call:storeId`.
 import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 
 // Kept as is: short printable ASCII (spaces included, as in the adapters' 'GET /login' scopes) without
 // '{', '}' (hash tags), '~' (shard suffix) or a leading '#'.
@@ -53,4 +55,31 @@ export function storeKey(prefix: string, tag: string, policyId: string): string 
  */
 export function idKey(prefix: string, tag: string, id: string): string {
   return `${prefix}:{${tag}}:id:${keyTag(id)}`;
+}
+
+/**
+ * The guard of one store's script calls (lua/decide.lua: a call the client sends again is not run again),
+ * `sluice:call:<storeId>`, on a Cluster one per slot the store calls: `sluice:call:<storeId>:{t}`, where
+ * `t` is a short tag that hashes to that slot, so the guard lives beside the call's keys.
+ */
+export function guardKey(storeId: string, slot?: number): string {
+  return slot === undefined ? `sluice:call:${storeId}` : `sluice:call:${storeId}:{${slotTags()[slot]}}`;
+}
+
+let tags: string[] | undefined;
+/** For each of the 16,384 Cluster slots, the shortest base-36 number that hashes to it (4 characters at most). */
+function slotTags(): string[] {
+  if (tags === undefined) {
+    const found: string[] = new Array(16384);
+    for (let n = 0, left = 16384; left > 0; n++) {
+      const tag = n.toString(36);
+      const slot = calculateSlot(tag);
+      if (found[slot] === undefined) {
+        found[slot] = tag;
+        left--;
+      }
+    }
+    tags = found;
+  }
+  return tags;
 }

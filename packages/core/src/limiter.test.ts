@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { createLimiter } from './limiter.js';
+import { createLimiter, type LimiterEvent } from './limiter.js';
 import { memoryStore } from './memory-store.js';
 import type { Store, StoreReply } from './store.js';
 
@@ -137,16 +137,31 @@ describe('circuit breaker', () => {
 });
 
 describe('a store that misbehaves', () => {
-  test('a malformed reply rejects the call instead of leaving it pending', async () => {
-    const store: Store = {
-      local: false,
-      decide: async () => ({ allowed: true, states: [] }) as unknown as StoreReply,
-      reset: async () => {},
-      close: async () => {},
-    };
-    const limiter = createLimiter({ policy: '10/1m', store });
-    await expect(limiter.consume('a')).rejects.toThrow(TypeError);
-    await limiter.close();
+  test('issue 24: a malformed reply is a store error: the fail mode answers, nothing is left pending', async () => {
+    const replies: unknown[] = [{ allowed: true, states: [] }, null, 'garbage', undefined];
+    for (const reply of replies) {
+      const events: LimiterEvent[] = [];
+      const store: Store = { local: false, decide: async () => reply as StoreReply, reset: async () => {}, close: async () => {} };
+      const limiter = createLimiter({ policy: '10/1m', store, onEvent: (e) => events.push(e) });
+      expect(await limiter.consume('a')).toMatchObject({ source: 'fallback', remaining: 9 });
+      expect(events.map((e) => e.type)).toContain('store-error');
+      await limiter.close();
+    }
+  });
+
+  test('issue 24: a store that throws, or answers no promise, is a store error too', async () => {
+    const decides = [
+      () => {
+        throw new Error('sync');
+      },
+      () => undefined,
+    ];
+    for (const decide of decides) {
+      const store = { local: false, decide, reset: async () => {}, close: async () => {} } as unknown as Store;
+      const limiter = createLimiter({ policy: '10/1m', store, failMode: 'open' });
+      expect((await limiter.consume('a')).source).toBe('fail-open');
+      await limiter.close();
+    }
   });
 });
 

@@ -180,7 +180,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
           // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
           if (denyCache && !reply.allowed && !attempt.peek) {
-            denyCache.set(denied, attempt.cost, decision, now, Math.min(replyRetryMs(reply), set.denyHoldMs));
+            denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
           }
           resolve(attempt.final ? finish(attempt.key, decision) : decision);
         } catch (e) {

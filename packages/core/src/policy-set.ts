@@ -17,11 +17,6 @@ export interface PolicySet {
    * new one, so no denial outlives the set that a reset would have cleared.
    */
   readonly id: string;
-  /**
-   * Longest a store denial is answered from the deny cache: a calendar quota denies until its period ends
-   * (hours), and a reset or top-up made by another process should not wait that long. Else unbounded.
-   */
-  readonly denyHoldMs: number;
   /** The largest cost that can ever pass, and the policy that bounds it: the smallest capacity of any policy of any shard. */
   readonly capacity: { readonly cost: number; readonly policy: Policy };
   /** A consume takes a concurrent slot: a policy (or a fallback policy) counts requests in flight. */
@@ -29,9 +24,6 @@ export interface PolicySet {
   /** How long an id's record lasts: the longest window of the rate policies. */
   readonly idTtlMs: number;
 }
-
-/** A quota's denial is held locally for at most a minute. */
-const QUOTA_DENY_HOLD_MS = 60_000;
 
 /** Most distinct policy inputs kept parsed; past it the oldest goes (a plan per user is parsed again). */
 const MAX_SETS = 1000;
@@ -56,7 +48,6 @@ export function policySet(policies: readonly Policy[], o: PolicySetOptions, id: 
     if (o.prefilter)
       badOption('prefilter', 'absent with a concurrent policy (its local charge is not given back with the slot)', 'a policy');
   }
-  const denyHoldMs = policies.some((p) => p.period !== undefined) ? QUOTA_DENY_HOLD_MS : Number.POSITIVE_INFINITY;
   const shards = createShards(policies, o.shards);
   const fallback = o.fallback ?? policies;
   return {
@@ -64,7 +55,6 @@ export function policySet(policies: readonly Policy[], o: PolicySetOptions, id: 
     shards,
     fallback,
     id,
-    denyHoldMs,
     capacity: capacityOf(shards.policies),
     hasSlots: policies.some(isConcurrent) || fallback.some(isConcurrent),
     idTtlMs: longestWindow(policies),

@@ -16,8 +16,8 @@ export interface IoredisClient {
   eval(script: string, numKeys: number, ...args: never[]): Promise<unknown>;
   del(...keys: never[]): Promise<unknown>;
   connect(): Promise<unknown>;
-  on(event: 'close', listener: () => void): unknown;
-  removeListener(event: 'close', listener: () => void): unknown;
+  on(event: 'close' | 'ready' | 'end', listener: () => void): unknown;
+  removeListener(event: 'close' | 'ready' | 'end', listener: () => void): unknown;
 }
 
 /** A node-redis 4 or 5 client: `createClient()` or `createCluster()` of the `redis` package. */
@@ -29,6 +29,8 @@ export interface NodeRedisClient {
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   /** `(args)` on a client, `(firstKey, isReadonly, args)` on a Cluster. */
   sendCommand(...args: never[]): Promise<unknown>;
+  on(event: 'ready' | 'reconnecting' | 'end', listener: () => void): unknown;
+  removeListener(event: 'ready' | 'reconnecting' | 'end', listener: () => void): unknown;
 }
 
 /** Every client redisStore() takes. */
@@ -45,6 +47,13 @@ export interface ScriptClient {
    * had its answer from the fail mode, charging it twice. `slot` names the slot on a Cluster.
    */
   down(slot?: number): string | undefined;
+  /**
+   * True while the connection is being made (a first connect, or a reconnect after it was up) and no
+   * attempt at it has failed: a call that cannot go now may wait for it. Connecting is not failing.
+   */
+  connecting(): boolean;
+  /** Runs `settled` once, when the connection is up or an attempt to make it fails. */
+  whenSettled(settled: () => void): void;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: readonly string[]): Promise<unknown>;
@@ -76,8 +85,74 @@ export function scriptClient(client: unknown, isOwnCall: (first: unknown) => boo
   throw new SluiceError('ERR_SLUICE_OPTION', `client must be ${CLIENTS_TAKEN}, got ${describe(client)}`);
 }
 
-/** The 'close' listener of each ioredis client that stores use, and how many stores share it. */
-const pruners = new WeakMap<object, { stores: number; onClose: () => void }>();
+type Emitter = { on(event: string, listener: () => void): unknown; removeListener(event: string, listener: () => void): unknown };
+
+/** A client's connection as the stores on it follow it: one per client, however many stores share it. */
+interface Connection {
+  /** An attempt to connect failed since the connection was last up: the store is down, not connecting. */
+  failing: boolean;
+  /** What runs once the connection is up or an attempt to make it fails. */
+  waiters: Array<() => void>;
+  stores: number;
+  stop(): void;
+}
+
+const connections = new WeakMap<object, Connection>();
+
+/**
+ * Follows `client`'s connection. `lost` is the event of a connection that went down and of an attempt that
+ * failed (ioredis 'close', node-redis 'reconnecting'): after 'ready' it is a reconnect, before it a failure.
+ */
+function follow(client: Emitter, lost: string, ready: boolean, onLost?: () => void): Connection {
+  // A client-shaped object with no events is not followed: a call never waits for it.
+  if (typeof client.on !== 'function') return { failing: true, waiters: [], stores: 1, stop() {} };
+  const known = connections.get(client);
+  if (known !== undefined) {
+    known.stores++;
+    return known;
+  }
+  let up = ready;
+  const wake = () => {
+    for (const waiter of c.waiters.splice(0)) waiter();
+  };
+  const onReady = () => {
+    up = true;
+    c.failing = false;
+    wake();
+  };
+  const onLostConnection = () => {
+    onLost?.();
+    if (!up) {
+      c.failing = true;
+      wake();
+    }
+    up = false;
+  };
+  const onEnd = () => {
+    c.failing = true;
+    wake();
+  };
+  const c: Connection = {
+    failing: false,
+    waiters: [],
+    stores: 1,
+    stop() {
+      if (--c.stores > 0) return;
+      client.removeListener('ready', onReady);
+      client.removeListener(lost, onLostConnection);
+      client.removeListener('end', onEnd);
+      connections.delete(client);
+    },
+  };
+  client.on('ready', onReady);
+  client.on(lost, onLostConnection);
+  client.on('end', onEnd);
+  connections.set(client, c);
+  return c;
+}
+
+/** ioredis statuses of a connection being made: 'wait' (lazyConnect, not asked yet), then the others in turn. */
+const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);
 
 function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean): ScriptClient {
   const cluster = client.isCluster === true;
@@ -92,7 +167,8 @@ function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean):
   // connection (autoResendUnfulfilledCommands); and a command written after the socket ended but before
   // ioredis saw it close went to the offline queue. Both run after the fail mode has answered their
   // callers. Both queues are as they will be replayed when 'close' is emitted (next tick; the replay waits
-  // for 'ready'): take the store's calls out of them then, and let them fail.
+  // for 'ready'): take the store's calls out of them then, and let them fail. (A Cluster's own retry of
+  // such a call is refused by the script's guard: lua/decide.lua.)
   const onClose = () => {
     const internals = client as unknown as { prevCommandQueue?: CommandQueue | null; offlineQueue?: CommandQueue };
     prune(internals.prevCommandQueue, 'was in flight');
@@ -108,34 +184,27 @@ function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean):
       } else i++;
     }
   };
-  // One listener per client however many stores share it (an app may have a store per route).
-  let shared = pruners.get(client);
-  if (!cluster && shared === undefined) {
-    shared = { stores: 0, onClose };
-    pruners.set(client, shared);
-    client.on('close', onClose);
-  }
-  if (shared) shared.stores++;
+  const connection = follow(client as unknown as Emitter, 'close', client.status === 'ready', cluster ? undefined : onClose);
   let detached = false;
   return {
     cluster,
     down() {
       const { status } = client;
       if (status === 'ready') return undefined;
-      // lazyConnect: the first command would connect. This call is refused; the ones after it go once ready.
+      // lazyConnect: the first command would connect; the store's calls wait for it instead.
       if (status === 'wait') client.connect().catch(() => {});
       return `Redis connection is ${status}`;
     },
+    connecting: () => !connection.failing && CONNECTING.has(client.status),
+    whenSettled: (settled) => void connection.waiters.push(settled),
     // ioredis flattens one level of arrays: the keys and the arguments go as they are, uncopied.
     evalsha: (sha, keys, args) => evalsha.call(client, sha, keys.length, keys, args),
     eval: (script, keys, args) => evalScript.call(client, script, keys.length, keys, args),
     del: (keys) => del.call(client, keys),
     detach() {
-      if (detached || shared === undefined) return;
+      if (detached) return;
       detached = true;
-      if (--shared.stores > 0) return;
-      client.removeListener('close', shared.onClose);
-      pruners.delete(client);
+      connection.stop();
     },
   };
 }
@@ -149,6 +218,8 @@ interface CommandQueue {
 
 interface NodeRedisSlots {
   slots?: Array<{ master?: { client?: { isReady?: unknown } } } | undefined>;
+  /** The masters found so far: none until connect() has found the Cluster's slots. */
+  masters?: unknown[];
   /** node-redis 5: the slot map, which can be asked to rediscover the topology. */
   _slots?: { rediscover?: (startWith: unknown) => Promise<unknown> };
 }
@@ -164,6 +235,10 @@ function nodeRedis(client: NodeRedisClient): ScriptClient {
   const send = (keys: readonly string[], command: string[]) =>
     cluster ? sendCommand.call(client, keys[0], false, command) : sendCommand.call(client, command);
   let rediscoveredAt = Number.NEGATIVE_INFINITY;
+  const discovering = () => client.isOpen && Array.isArray(slots.masters) && slots.masters.length === 0;
+  // A standalone client's connection is followed (a Cluster's is per node: a call to a node that is down fails).
+  const connection = cluster ? undefined : follow(client as unknown as Emitter, 'reconnecting', client.isReady === true);
+  let detached = false;
   // A node-redis Cluster learns a new topology only from a MOVED or ASK reply, which a dead master never
   // sends: after a fail-over it would go on queueing that slot's calls for the dead node. node-redis 5
   // can be asked to rediscover; node-redis 4 cannot, and finds the promoted replica once the dead node
@@ -182,10 +257,26 @@ function nodeRedis(client: NodeRedisClient): ScriptClient {
       if (!client.isOpen) return 'the node-redis client is not open (call client.connect())';
       if (!cluster) return client.isReady === true ? undefined : 'the node-redis client is reconnecting';
       if (slot === undefined) return undefined;
+      if (discovering()) return 'the node-redis Cluster is still finding its nodes (connect() has not resolved)';
       const node = slots.slots?.[slot]?.master?.client;
       if (node === undefined || node.isReady !== false) return undefined;
       rediscover(node);
       return `the node-redis connection to slot ${slot}'s master is down`;
+    },
+    // connect() called (isOpen) and not ready yet: the first connect or a reconnect, unless an attempt failed.
+    // A Cluster: connect() called and its nodes not found yet.
+    connecting: () => (connection === undefined ? discovering() : !connection.failing && client.isOpen && client.isReady !== true),
+    whenSettled(settled) {
+      if (connection !== undefined) connection.waiters.push(settled);
+      else {
+        // A Cluster tells no event when it has found its nodes: look every 10 ms.
+        const look = setInterval(() => {
+          if (discovering()) return;
+          clearInterval(look);
+          settled();
+        }, 10);
+        look.unref?.();
+      }
     },
     // Raw commands: a Cluster's sendCommand routes by the first key it is given (a call's keys share one
     // slot, one hash tag) and follows MOVED and ASK. node-redis 4's evalSha on a Cluster does not route
@@ -193,6 +284,10 @@ function nodeRedis(client: NodeRedisClient): ScriptClient {
     evalsha: (sha, keys, args) => send(keys, ['EVALSHA', sha, String(keys.length), ...keys, ...args]),
     eval: (script, keys, args) => send(keys, ['EVAL', script, String(keys.length), ...keys, ...args]),
     del: (keys) => send(keys, ['DEL', ...keys]),
-    detach() {},
+    detach() {
+      if (detached) return;
+      detached = true;
+      connection?.stop();
+    },
   };
 }

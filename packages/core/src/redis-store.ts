@@ -1,7 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
 import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
-import { badOption, SluiceError } from './errors.js';
+import { badOption, describe, SluiceError } from './errors.js';
+import { guardKey } from './keys.js';
 import { DECIDE_SCRIPT } from './lua.generated.js';
 import { checkNames } from './options.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
@@ -28,6 +30,8 @@ export interface RedisStoreOptions {
 interface Pending {
   request: StoreRequest;
   done: (error: unknown, reply?: StoreReply) => void;
+  /** performance.now() past which its caller no longer waits (the fail mode has answered it): never sent then. */
+  deadline: number;
 }
 
 /** Fewest decisions a flush is split down to, so that per-call costs stay small beside per-decision ones. */
@@ -65,7 +69,16 @@ export function redisStore(options: RedisStoreOptions): Store {
   const maxBatch = options.maxBatch ?? 512;
   if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
   const { cluster } = client;
+  // The script's guard (lua/decide.lua) refuses a call that runs again: this store's calls are numbered.
+  const storeId = randomBytes(8).toString('hex');
+  const guard = cluster ? undefined : guardKey(storeId);
+  let calls = 0;
   let queue: Pending[] = [];
+  /** Calls that wait for the connection being made; each leaves at its deadline, unsent. */
+  let parked: Pending[] = [];
+  let sweeping: ReturnType<typeof setTimeout> | undefined;
+  /** Set while unpark waits to be told the connection is up, or failed. */
+  let waiting = false;
   let inFlight = 0;
   /** Set while a flush waits for a call to return, for at most HOLD_MS. */
   let holding: ReturnType<typeof setTimeout> | undefined;
@@ -98,7 +111,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     // fail mode, charging them twice. Refuse them now.
     const down = client.down();
     if (down !== undefined) {
-      fail(batch, new Error(down));
+      if (client.connecting()) park(batch);
+      else fail(batch, new Error(down));
       return;
     }
     if (!cluster) {
@@ -116,22 +130,72 @@ export function redisStore(options: RedisStoreOptions): Store {
       if (group === undefined) bySlot.set(slot, [p]);
       else if (group.push(p) >= maxBatch) {
         bySlot.delete(slot);
-        const slotDown = client.down(slot);
-        if (slotDown === undefined) send(group);
-        else fail(group, new Error(slotDown));
+        sendTo(slot, group);
       }
     }
-    for (const [slot, group] of bySlot) {
-      const slotDown = client.down(slot);
-      if (slotDown === undefined) send(group);
-      else fail(group, new Error(slotDown));
+    for (const [slot, group] of bySlot) sendTo(slot, group);
+  }
+
+  function sendTo(slot: number, group: Pending[]): void {
+    const slotDown = client.down(slot);
+    if (slotDown === undefined) send(group, guardKey(storeId, slot));
+    else if (client.connecting()) park(group);
+    else fail(group, new Error(slotDown));
+  }
+
+  /**
+   * The connection is being made: the batch waits for it (never in the client's offline queue, which
+   * would send a call after its deadline), and goes when it is up; a call whose deadline passed first
+   * leaves unsent, and every one fails at once if the attempt fails.
+   */
+  function park(batch: Pending[]): void {
+    if (!waiting) {
+      waiting = true;
+      client.whenSettled(unpark);
+    }
+    for (const p of batch) parked.push(p);
+    sweep();
+  }
+
+  function unpark(): void {
+    waiting = false;
+    const held = parked;
+    parked = [];
+    clearTimeout(sweeping);
+    sweeping = undefined;
+    const now = performance.now();
+    for (const p of held) {
+      if (p.deadline > now) queue.push(p);
+      else p.done(new Error("the Redis connection was not up within the call's deadline"));
+    }
+    if (queue.length > 0) flushNow();
+  }
+
+  /** Lets go of parked calls whose deadline has passed (their callers had their answer), and waits for the next. */
+  function sweep(): void {
+    clearTimeout(sweeping);
+    sweeping = undefined;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    const still: Pending[] = [];
+    for (const p of parked) {
+      if (p.deadline > now) {
+        still.push(p);
+        next = Math.min(next, p.deadline);
+      } else p.done(new Error("the Redis connection was not up within the call's deadline"));
+    }
+    parked = still;
+    if (next !== Number.POSITIVE_INFINITY) {
+      sweeping = setTimeout(sweep, Math.max(1, next - now));
+      sweeping.unref?.();
     }
   }
 
-  function send(batch: Pending[]): void {
-    // KEYS, then ARGV: now, P, the P specs, then runs of decisions alike (same policies, cost, op),
-    // each run one count and one shape however many decisions it stands for (see lua/decide.lua).
-    const keys: string[] = [];
+  function send(batch: Pending[], guardKey = guard as string): void {
+    // KEYS: the guard, then the decisions'. ARGV: the call's number, now, P, the P specs, then runs of
+    // decisions alike (same policies, cost, op), each run one count and one shape however many decisions
+    // it stands for (see lua/decide.lua).
+    const keys: string[] = [guardKey];
     const specArgs: string[] = [];
     const runs: string[] = [];
     const specs = new Map<Policy, string>();
@@ -188,19 +252,21 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
     runs[countAt] = String(count);
     if (slotsAt >= 0) runs[slotsAt] = slots;
-    const args = [clock ? String(wall) : '', String(specs.size)];
+    const args = [String(++calls), clock ? String(wall) : '', String(specs.size)];
     for (const x of specArgs) args.push(x);
     for (const x of runs) args.push(x);
     inFlight++;
     // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
-    const reply = client.evalsha(SHA, keys, args).catch((error: unknown) => {
+    // A client that throws or answers no promise fails the call like a rejection does.
+    const reply = attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
       if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, keys, args);
       throw error;
     });
     reply.then(
       (values) => {
         returned();
-        settle(batch, values as number[], wall);
+        if (isReply(values, batch)) settle(batch, values, wall);
+        else fail(batch, new Error(`the script's reply is malformed (${describe(values)})`));
       },
       (error: unknown) => {
         returned();
@@ -209,8 +275,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
 
-  const decideWith = (request: StoreRequest, done: Pending['done']): void => {
-    if (queue.push({ request, done }) === 1) setImmediate(flush);
+  const decideWith = (request: StoreRequest, done: Pending['done'], deadline = Number.POSITIVE_INFINITY): void => {
+    if (queue.push({ request, done, deadline }) === 1) setImmediate(flush);
   };
   return {
     local: false,
@@ -219,10 +285,11 @@ export function redisStore(options: RedisStoreOptions): Store {
         decideWith(request, (error, reply) => (reply === undefined ? reject(error) : resolve(reply))),
       ),
     decideWith,
+    connecting: () => client.connecting(),
     async reset(keys) {
       if (keys.length === 0) return;
       if (!cluster) {
-        await client.del(keys);
+        await attempt(() => client.del(keys));
         return;
       }
       // One DEL per slot: a Cluster refuses one whose keys span slots (CROSSSLOT), as shards' keys do.
@@ -233,11 +300,12 @@ export function redisStore(options: RedisStoreOptions): Store {
         if (group === undefined) bySlot.set(slot, [key]);
         else group.push(key);
       }
-      await Promise.all([...bySlot.values()].map((group) => client.del(group)));
+      await Promise.all([...bySlot.values()].map((group) => attempt(() => client.del(group))));
     },
     async close() {
       client.detach();
       if (queue.length > 0) release();
+      if (parked.length > 0) unpark();
     },
   };
 }
@@ -265,6 +333,27 @@ function settle(batch: Pending[], reply: number[], wall: number): void {
     }
     done(undefined, { allowed, states });
   }
+}
+
+/** A client's call as a promise, whatever the client does: a throw or a value that is no promise rejects. */
+function attempt(call: () => unknown): Promise<unknown> {
+  try {
+    const result = call() as Promise<unknown> | undefined;
+    if (typeof result?.then === 'function') return result;
+    return Promise.reject(new Error(`the Redis client answered a command with ${describe(result)}, not a promise`));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** Whether the script's reply has the shape `settle` reads: three integers per (decision, policy). */
+function isReply(values: unknown, batch: Pending[]): values is number[] {
+  if (!Array.isArray(values)) return false;
+  let expected = 0;
+  for (const { request } of batch) expected += 3 * request.policies.length;
+  if (values.length !== expected) return false;
+  for (const v of values) if (typeof v !== 'number') return false;
+  return true;
 }
 
 function fail(batch: Pending[], error: unknown): void {

@@ -1,4 +1,5 @@
 // The store call: a deadline on every call, and the circuit breaker in front of the store.
+import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
 import { createDeadlines, type Settle } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
@@ -60,10 +61,11 @@ export function createStoreCall(
       // The clock is read for a failure only (its latency, the breaker's count); an answer reads it
       // only if it closes the breaker.
       const done: Settle<StoreReply> = (e, reply) => {
-        if (reply === undefined) {
+        if (reply === undefined || !fits(reply, request)) {
           const end = clock();
-          const error = asError(e);
-          breaker?.failure(end, error);
+          const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
+          // A store still making its connection has not failed: its late calls do not open the breaker.
+          if (!store.connecting?.()) breaker?.failure(end, error);
           answer(error, undefined, end - now);
         } else {
           breaker?.success(clock);
@@ -71,12 +73,22 @@ export function createStoreCall(
         }
       };
       // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
-      const answered = o.testClock ? watch(done) : watch(done, now);
-      if (store.decideWith !== undefined) store.decideWith(request, answered);
-      else store.decide(request).then((reply) => answered(undefined, reply), answered);
+      const startedAt = o.testClock ? performance.now() : now;
+      const answered = watch(done, startedAt);
+      try {
+        if (store.decideWith !== undefined) store.decideWith(request, answered, startedAt + o.timeout);
+        else store.decide(request).then((reply) => answered(undefined, reply), answered);
+      } catch (error) {
+        answered(error);
+      }
     },
     close: () => held?.release(),
   };
+}
+
+/** Whether a store's reply has the shape a Decision is made from: one state per policy. */
+function fits(reply: StoreReply, request: StoreRequest): boolean {
+  return typeof reply === 'object' && reply !== null && Array.isArray(reply.states) && reply.states.length === request.policies.length;
 }
 
 function asError(e: unknown): Error {

@@ -57,7 +57,14 @@ export interface Store {
    * it (a promise less per decision on the hot path). Calls `done` exactly once: with the reply, or with
    * the error and no reply.
    */
-  decideWith?(request: StoreRequest, done: (error: unknown, reply?: StoreReply) => void): void;
+  decideWith?(request: StoreRequest, done: (error: unknown, reply?: StoreReply) => void, deadline?: number): void;
+  /**
+   * Optional: true while the store waits for its connection to be made (a first connect or a reconnect,
+   * no attempt failed yet). A call's deadline passing then is not a failure of the store: the breaker
+   * does not count it. `decideWith`'s `deadline` (performance.now() ms) is when its caller stops waiting:
+   * a call still waiting for the connection then is dropped, never sent.
+   */
+  connecting?(): boolean;
   /** Deletes the counters under `keys`. */
   reset(keys: readonly string[]): Promise<void>;
   /** Releases what the store holds. It never closes a client it was given. */
