@@ -78,6 +78,10 @@ local function token_bucket_adjust(key, now, limit, window, burst, delta)
     if q then drop(key) end
     return
   end
+  -- A debt waits out at most 10000 days past a full refill (the policies' longest window), however many
+  -- adjustments add to it: TAT stays an exact integer, and its TTL a valid one.
+  local most = 864e12 * limit + burst * w
+  if debt > most then debt = most end
   local dq = debt / limit
   dq = dq - dq % 1
   local rest = debt - dq * limit

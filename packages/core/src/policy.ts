@@ -91,17 +91,16 @@ export const SLIDING_LOG_MAX = 10_000;
 //   now + 8.64e14 < 2^53 until about 2228; TTLs in ms stay far below 2^63; t and w stay under 1e9 s.
 // - WINDOW_MIN_MS = 1: floor(now / window) indexes fixed and sliding windows, and past 2^53 (a window under
 //   ~0.001 ms; 1e-300 gives an infinite index) it is wrong; TTLs are whole ms anyway.
-// - TOKEN_BUCKET_SPAN_MAX = 9e12 units × ms (burst × window): the token bucket scales tokens by the window
-//   in µs, so its sums reach burst × window × 1000, which must be an exact integer: 9e15 < 2^53. Past it a
-//   charge rounds (1e9/day reports 999999998 remaining after one request). '100000/1d' fits.
+// - A token bucket scales tokens by the window in µs, so its sums reach burst × window × 1000: exact
+//   integers below 9e12 units × ms ('100000/1d'); above, a charge rounds by at most 1e-9 of a token
+//   ('1000000/1d' may report one unit fewer remaining), never admitting a whole unit more. Common
+//   policies are above it, so it is not refused.
 /** Most units a limit or a token-bucket burst may be, most slots of a concurrent policy; the most a cost or a delta may be. */
 export const LIMIT_MAX = 1e12;
 /** Longest window, lease or token-bucket refill: 10000 days. */
 export const WINDOW_MAX_MS = 10_000 * 86_400_000;
 /** Shortest window or lease. */
 export const WINDOW_MIN_MS = 1;
-/** Most a token bucket's burst × window (units × ms) may be. */
-export const TOKEN_BUCKET_SPAN_MAX = 9e12;
 /** LIMIT_MAX as messages write it. */
 export const LIMIT_MAX_TEXT = `${LIMIT_MAX} (${LIMIT_MAX.toExponential()})`;
 const WINDOW_MAX_TEXT = `${WINDOW_MAX_MS / 86_400_000} days (${WINDOW_MAX_MS} ms)`;
@@ -183,16 +182,8 @@ function checkWindow(input: unknown, option: string): number {
   return ms;
 }
 
-/** A token bucket's products: burst × window within TOKEN_BUCKET_SPAN_MAX, its refill from empty within WINDOW_MAX_MS. */
+/** A token bucket's refill from empty within WINDOW_MAX_MS. */
 function checkTokenBucket(limit: number, burst: number, windowMs: number, ownBurst: boolean, option: string): void {
-  if (burst * windowMs > TOKEN_BUCKET_SPAN_MAX) {
-    badOption(
-      `${option}.${ownBurst ? 'burst' : 'limit'}`,
-      `at most ${Math.floor(TOKEN_BUCKET_SPAN_MAX / windowMs)} with 'token-bucket' over ${formatDuration(windowMs)} (burst × window at most ${TOKEN_BUCKET_SPAN_MAX.toExponential()} units × ms)`,
-      ownBurst ? burst : limit,
-      'a token bucket counts tokens × window in µs, exact below 2^53: give the same rate over a shorter window, or another algorithm',
-    );
-  }
   if (burst * windowMs > WINDOW_MAX_MS * limit) {
     badOption(
       `${option}.burst`,

@@ -47,8 +47,10 @@ export const tokenBucketAdjust: AdjustStep<TokenBucketState> = (state, now, p, d
   const { limit, burst } = p;
   const t = Math.floor(now * 1000 + 0.5);
   const w = p.windowMs * 1000;
-  const debt = (state ? Math.max(0, (state.q - t) * limit + state.r) : 0) + delta * w;
+  let debt = (state ? Math.max(0, (state.q - t) * limit + state.r) : 0) + delta * w;
   if (debt <= 0) return state ? null : undefined;
+  // As the script: at most 10000 days (864e12 µs) of wait past a full refill, however many adjustments add up.
+  debt = Math.min(debt, 864e12 * limit + burst * w);
   const dq = Math.floor(debt / limit);
   const r = debt - dq * limit;
   const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
