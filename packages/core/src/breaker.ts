@@ -8,6 +8,8 @@ export interface Breaker {
   /** A call answered: closes the breaker if it was open, reading `clock` only then (for how long it was). */
   success(clock: () => number): void;
   failure(now: number, error: Error): void;
+  /** A call the store could not make yet (its connection was being made): no failure, and a probe's turn passes to the next call. */
+  unanswered(): void;
 }
 
 export function createBreaker(
@@ -42,6 +44,9 @@ export function createBreaker(
         onChange(true, error, 0);
       }
       openUntil = now + cooldownMs;
+      probing = false;
+    },
+    unanswered() {
       probing = false;
     },
   };

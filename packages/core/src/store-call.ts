@@ -65,7 +65,8 @@ export function createStoreCall(
           const end = clock();
           const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
           // A store still making its connection has not failed: its late calls do not open the breaker.
-          if (!store.connecting?.()) breaker?.failure(end, error);
+          if (store.connecting?.()) breaker?.unanswered();
+          else breaker?.failure(end, error);
           answer(error, undefined, end - now);
         } else {
           breaker?.success(clock);

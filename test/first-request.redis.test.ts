@@ -1,0 +1,112 @@
+// Issue 24, as a user meets it on real Redis: a reset made by another process reaches this one's deny
+// cache within a second; a node-redis client never asked to connect says so; a broken client never
+// crashes the process.
+import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import { type RedisServer, sleep, startServer, uniquePrefix } from './support/redis';
+
+let server: RedisServer;
+const clients: Redis[] = [];
+const connect = async () => {
+  const client = new Redis({ host: '127.0.0.1', port: server.port });
+  clients.push(client);
+  await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+};
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await server?.stop();
+});
+
+describe('issue 24: a reset is a reset everywhere', () => {
+  it('after reset() resolves in another process, no process denies the key from its deny cache past 1 s', async () => {
+    const prefix = uniquePrefix('reset');
+    // Two processes: each its own client and limiter, the same counters.
+    const app = createLimiter({ policy: '2/1h', store: redisStore({ client: await connect() }), prefix, timeout: 2000 });
+    const admin = createLimiter({ policy: '2/1h', store: redisStore({ client: await connect() }), prefix, timeout: 2000 });
+    for (let i = 0; i < 2; i++) expect((await app.consume('k')).allowed).toBe(true);
+    expect(await app.consume('k')).toMatchObject({ allowed: false, source: 'store' });
+    // The denial says an hour; the app's deny cache answers it now.
+    expect(await app.consume('k')).toMatchObject({ allowed: false, source: 'deny-cache' });
+    await admin.reset('k');
+    expect((await admin.peek('k')).remaining).toBe(2);
+    // Every cached denial was made before the reset, so each is gone 1 s after it (timers never fire early).
+    await sleep(1000);
+    expect(await app.consume('k')).toMatchObject({ allowed: true, source: 'store', remaining: 1 });
+    await Promise.all([app.close(), admin.close()]);
+  });
+});
+
+describe('issue 24: boot decides on the store', () => {
+  it('a node-redis client whose connect() was never called goes to the fail mode, with an event that says to call connect()', async () => {
+    const client = createClient({ socket: { host: '127.0.0.1', port: server.port } });
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '5/1m',
+      store: redisStore({ client }),
+      prefix: uniquePrefix('nc'),
+      onEvent: (e) => events.push(e),
+    });
+    expect((await limiter.consume('k')).source).toBe('fallback');
+    const errors = events.filter((e) => e.type === 'store-error').map((e) => e.error?.message);
+    expect(errors).toEqual([expect.stringContaining('call client.connect()')]);
+    await limiter.close();
+  });
+});
+
+describe('issue 24: a broken client never crashes the process', () => {
+  const crashes: unknown[] = [];
+  const onCrash = (e: unknown) => crashes.push(e);
+  beforeAll(() => {
+    process.on('unhandledRejection', onCrash);
+    process.on('uncaughtExceptionMonitor', onCrash);
+  });
+  afterAll(() => {
+    process.off('unhandledRejection', onCrash);
+    process.off('uncaughtExceptionMonitor', onCrash);
+  });
+
+  /** A client of ioredis' shape, connected, whose script calls answer as `evalsha` does. */
+  const shaped = (evalsha: () => unknown) => ({
+    status: 'ready',
+    evalsha,
+    eval: evalsha,
+    del: async () => 0,
+    connect: async () => {},
+    on: () => {},
+    removeListener: () => {},
+  });
+
+  it.each([
+    ['returns undefined', () => undefined],
+    [
+      'throws synchronously',
+      () => {
+        throw new Error('boom');
+      },
+    ],
+    ['resolves null', async () => null],
+    ["resolves 'garbage'", async () => 'garbage'],
+    ['resolves too few numbers', async () => [1, 2]],
+    ['resolves strings where numbers go', async () => ['g', 'a', 'r']],
+  ])('evalsha %s: a store error, the fail mode answers, nothing escapes', async (_what, evalsha) => {
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      policy: '5/1m',
+      store: redisStore({ client: shaped(evalsha) as never }),
+      prefix: uniquePrefix('bc'),
+      onEvent: (e) => events.push(e),
+    });
+    const decisions = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('k')));
+    for (const d of decisions) expect(d).toMatchObject({ source: 'fallback', allowed: true });
+    expect(decisions.map((d) => d.remaining)).toEqual([4, 3, 2]);
+    expect(events.filter((e) => e.type === 'store-error')).toHaveLength(3);
+    await sleep(20);
+    expect(crashes).toEqual([]);
+    await limiter.close();
+  });
+});
