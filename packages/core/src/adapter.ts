@@ -19,3 +19,5 @@ export { badOption } from './errors.js';
 export { scopedKey } from './keys.js';
 export type { OptionSpec } from './options.js';
 export { isBoolean, isFunction, own, resolve } from './options.js';
+export type { ShedGate, ShedOptions, ShedRawResponse, ShedResponse } from './shed-kit.js';
+export { shedGate } from './shed-kit.js';

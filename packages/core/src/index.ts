@@ -13,4 +13,6 @@ export { memoryStore } from './memory-store.js';
 export type { Algorithm, CalendarPeriod, PolicyInput } from './policy.js';
 export type { RedisStoreOptions } from './redis-store.js';
 export { redisStore } from './redis-store.js';
+export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './shedder.js';
+export { createShedder } from './shedder.js';
 export type { Policy, PolicyState, Store, StoreReply, StoreRequest } from './store.js';

@@ -7,6 +7,8 @@ import {
   type PeerSpellings,
   type PolicyGiven,
   resolve,
+  type ShedOptions,
+  shedGate,
   stackHeaders,
 } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -79,3 +81,22 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
 
 export default rateLimit;
 export type { Decision } from '@sluice/core';
+
+/** Options of shed(): createShedder's (or a `shedder` to share) and `priority(req)`. */
+export type ExpressShedOptions = ShedOptions<Request>;
+
+/**
+ * Express middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
+ * waiting up to `maxWait`, default 0) answers 503 with Retry-After and problem+json. Bad options throw here.
+ * @example app.use(shed({ priority: (req) => (req.path.startsWith('/checkout') ? 'critical' : 'normal') }))
+ */
+export function shed(options: ExpressShedOptions = {}): RequestHandler {
+  const gate = shedGate<Request>(options);
+  const answer = (res: Response) => res.status(503).set(gate.response.headers).type(gate.response.contentType).send(gate.response.body);
+  return function sluiceShed(req, res, next) {
+    const admitted = gate.admit(req, res);
+    if (admitted === true) return next();
+    if (admitted === false) return void answer(res);
+    admitted.then((ok) => (ok ? next() : void answer(res)), next);
+  };
+}

@@ -13,6 +13,8 @@ import {
   type PeerSpellings,
   type PolicyGiven,
   resolve,
+  type ShedOptions,
+  shedGate,
 } from '@sluice/core/adapter';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
@@ -144,3 +146,23 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
 export const rateLimit = fp(plugin, { fastify: '5.x', name: '@sluice/fastify' });
 export default rateLimit;
 export type { Decision } from '@sluice/core';
+
+/** Options of the shed plugin: createShedder's (or a `shedder` to share) and `priority(request)`. */
+export type FastifyShedOptions = ShedOptions<FastifyRequest>;
+
+const shedPlugin: FastifyPluginAsync<FastifyShedOptions> = async (fastify, options) => {
+  const gate = shedGate<FastifyRequest>(options);
+  const { status, headers, contentType, body } = gate.response;
+  fastify.addHook('onRequest', async function sluiceShed(request, reply) {
+    if (await gate.admit(request, reply.raw)) return;
+    return reply.code(status).headers(headers).type(contentType).send(body);
+  });
+};
+
+/**
+ * The Fastify plugin that sheds load: every route registered after it takes a slot of the adaptive concurrency
+ * limit in onRequest; a request that gets none (after waiting up to `maxWait`, default 0) answers 503 with
+ * Retry-After and problem+json. Bad options throw at register.
+ * @example await app.register(shed, { priority: (request) => (request.url.startsWith('/checkout') ? 'critical' : 'normal') })
+ */
+export const shed = fp(shedPlugin, { fastify: '5.x', name: '@sluice/fastify/shed' });

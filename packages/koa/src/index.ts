@@ -6,6 +6,8 @@ import {
   type OptionSpec,
   type PolicyGiven,
   resolve,
+  type ShedOptions,
+  shedGate,
   stackHeaders,
 } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
@@ -73,3 +75,22 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
 
 export default rateLimit;
 export type { Decision } from '@sluice/core';
+
+/** Options of shed(): createShedder's (or a `shedder` to share) and `priority(ctx)`. */
+export type KoaShedOptions = ShedOptions<Context>;
+
+/**
+ * Koa middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
+ * waiting up to `maxWait`, default 0) answers 503 with Retry-After and problem+json. Bad options throw here.
+ * @example app.use(shed({ priority: (ctx) => (ctx.path.startsWith('/checkout') ? 'critical' : 'normal') }))
+ */
+export function shed(options: KoaShedOptions = {}): Middleware {
+  const gate = shedGate<Context>(options);
+  return async function sluiceShed(ctx, next) {
+    if (await gate.admit(ctx, ctx.res)) return next();
+    ctx.status = gate.response.status;
+    ctx.set(gate.response.headers);
+    ctx.type = gate.response.contentType;
+    ctx.body = gate.response.body;
+  };
+}

@@ -1,7 +1,7 @@
 // What both metric backends read off the core's diagnostics channels, in one place: a decision reduced to
 // bounded labels (never the key) and breaker changes by prefix.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { type Decision, type LimiterEvent, SluiceError } from '@sluice/core';
+import { type Decision, type LimiterEvent, type ShedderEvent, SluiceError } from '@sluice/core';
 
 /** Whether a decision let the request through. A shadow-mode denial (let through, `shadowed`) is 'denied'. */
 export type Outcome = 'allowed' | 'denied';
@@ -97,6 +97,10 @@ export interface MetricsSink {
   duration(prefix: string, seconds: number): void;
   /** The breaker of the store under `prefix` opened (true) or closed (false). */
   breaker(prefix: string, open: boolean): void;
+  /** A shedder refused a request of this priority (503). */
+  shed(priority: string): void;
+  /** A shedder's concurrency limit and slots in flight now. */
+  concurrency(limit: number, inFlight: number): void;
 }
 
 interface DecisionMessage {
@@ -120,6 +124,12 @@ export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => 
     if (decision.source === 'store') sink.duration(prefix, durationMs / 1000);
   };
   const onEvent = (message: unknown) => {
+    const shedder = message as ShedderEvent;
+    if (shedder.type === 'shed' || shedder.type === 'concurrency') {
+      if (shedder.type === 'shed') sink.shed(shedder.priority);
+      sink.concurrency(shedder.limit, shedder.inFlight);
+      return;
+    }
     const event = message as LimiterEvent;
     if (event.type !== 'breaker-open' && event.type !== 'breaker-close') return;
     seen.add(event.prefix);
@@ -143,6 +153,9 @@ export const NAMES = {
   decisions: 'sluice_decisions_total',
   duration: 'sluice_store_duration_seconds',
   breaker: 'sluice_breaker_open',
+  shed: 'sluice_shed_total',
+  limit: 'sluice_concurrency_limit',
+  inFlight: 'sluice_in_flight',
 } as const;
 
 export const HELP = {
@@ -151,7 +164,20 @@ export const HELP = {
   duration:
     'Seconds from consume() or peek() to the decision, for decisions the store answered (source="store"): the store round trip plus the limiter around it.',
   breaker: "1 while the circuit breaker in front of the prefix's store is open (the fail mode decides), else 0.",
+  shed: 'Requests the shedder refused with 503 (service overloaded), by priority (critical|normal|sheddable).',
+  limit: "The shedder's adaptive concurrency limit.",
+  inFlight: 'Requests holding a slot of the shedder.',
 } as const;
+
+/** The shedder's figures as both backends keep them: sheds by priority, and the last limit and in-flight count. */
+export class ShedderState {
+  readonly shed = new Map<string, number>();
+  limit: number | undefined;
+  inFlight = 0;
+  add(priority: string): void {
+    this.shed.set(priority, (this.shed.get(priority) ?? 0) + 1);
+  }
+}
 
 /** How a bad option value is named in a message: its type or constructor, never its contents. */
 export function describe(value: unknown): string {

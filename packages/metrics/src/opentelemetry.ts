@@ -1,6 +1,16 @@
 import type * as OtelApi from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { DecisionCounts, DURATION_BUCKETS, describe, firstLine, HELP, NAMES, resolveMaxPolicies, subscribeSink } from './channels.js';
+import {
+  DecisionCounts,
+  DURATION_BUCKETS,
+  describe,
+  firstLine,
+  HELP,
+  NAMES,
+  resolveMaxPolicies,
+  ShedderState,
+  subscribeSink,
+} from './channels.js';
 import { loadPeer } from './peer.cjs';
 import type { SluiceMetrics } from './prometheus.js';
 
@@ -55,6 +65,7 @@ function defaultMeter(): OpenTelemetryMeter {
  * Records every limiter's decisions in this process as OpenTelemetry instruments, from the `sluice:decision`
  * and `sluice:event` diagnostics channels: the (observable) counter sluice_decisions_total {prefix, policy, outcome, source},
  * the histogram sluice_store_duration_seconds {prefix} (unit s) and the gauge sluice_breaker_open {prefix} (0/1).
+ * From shedders: the counter sluice_shed_total {priority} and the gauges sluice_concurrency_limit and sluice_in_flight.
  * Never a key attribute. The series stay bounded when policies are built per request with names of their own: a
  * prefix keeps its first `maxPolicies` (default 100) policy names, and counts the decisions of any further one
  * under `policy: 'other'`. stop() unsubscribes and stops reporting the observable instruments; instruments cannot leave a Meter.
@@ -90,7 +101,27 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   };
   gauge.addCallback(reportBreakers);
 
+  const shedder = new ShedderState();
+  const shed = meter.createObservableCounter(NAMES.shed, { description: HELP.shed });
+  const reportShed: Observe = (result) => {
+    for (const [priority, n] of shedder.shed) result.observe(n, { priority });
+  };
+  shed.addCallback(reportShed);
+  const limit = meter.createObservableGauge(NAMES.limit, { description: HELP.limit });
+  const inFlight = meter.createObservableGauge(NAMES.inFlight, { description: HELP.inFlight });
+  const reportLimit: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.limit);
+  const reportInFlight: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.inFlight);
+  limit.addCallback(reportLimit);
+  inFlight.addCallback(reportInFlight);
+
   const unsubscribe = subscribeSink(counts, {
+    shed(priority) {
+      shedder.add(priority);
+    },
+    concurrency(value, held) {
+      shedder.limit = value;
+      shedder.inFlight = held;
+    },
     duration(prefix, seconds) {
       duration.record(seconds, { prefix });
     },
@@ -105,6 +136,9 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
       if (live) {
         decisions.removeCallback(reportCounts);
         gauge.removeCallback(reportBreakers);
+        shed.removeCallback(reportShed);
+        limit.removeCallback(reportLimit);
+        inFlight.removeCallback(reportInFlight);
       }
       live = false;
     },

@@ -40,6 +40,7 @@ function promClient(): typeof PromClient {
  * Counts every limiter's decisions in this process into prom-client metrics, from the `sluice:decision` and
  * `sluice:event` diagnostics channels: sluice_decisions_total{prefix,policy,outcome,source},
  * sluice_store_duration_seconds{prefix} (histogram) and sluice_breaker_open{prefix} (0/1). Never a key label.
+ * From shedders (createShedder, the adapters' shed): sluice_shed_total{priority}, sluice_concurrency_limit and sluice_in_flight.
  * The series stay bounded when policies are built per request with names of their own: a prefix keeps its first
  * `maxPolicies` (default 100) policy names, and counts the decisions of any further one under `policy="other"`.
  * Throws if the registry already holds a metric of these names (stop() the earlier one first).
@@ -94,7 +95,17 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     registers,
   });
   const breaker = new prom.Gauge({ name: NAMES.breaker, help: HELP.breaker, labelNames: ['prefix'] as const, registers });
+  const shed = new prom.Counter({ name: NAMES.shed, help: HELP.shed, labelNames: ['priority'] as const, registers });
+  const limit = new prom.Gauge({ name: NAMES.limit, help: HELP.limit, registers });
+  const inFlight = new prom.Gauge({ name: NAMES.inFlight, help: HELP.inFlight, registers });
   const unsubscribe = subscribeSink(counts, {
+    shed(priority) {
+      shed.inc({ priority });
+    },
+    concurrency(value, held) {
+      limit.set(value);
+      inFlight.set(held);
+    },
     duration(prefix, seconds) {
       duration.observe({ prefix }, seconds);
     },
@@ -107,7 +118,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     stop() {
       unsubscribe();
       // Only its own: after a stop() and a new prometheusMetrics(), the names may be another's.
-      for (const metric of [decisions, duration, breaker]) {
+      for (const metric of [decisions, duration, breaker, shed, limit, inFlight]) {
         const name = (metric as unknown as { name: string }).name;
         if (register.getSingleMetric(name) === metric) register.removeSingleMetric(name);
       }

@@ -1,0 +1,138 @@
+// What the Express, Fastify and Koa shed() share: the shedder, the priority of a request, the short wait for a
+// slot, the release when the response ends or the client leaves, and the 503. Framework-free: `Req` is opaque.
+import { badOption, SluiceError } from './errors.js';
+import { checkNames, isFunction, type OptionSpec, resolve } from './options.js';
+import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from './shedder.js';
+
+/** Options of the adapters' shed(): createShedder's, or a `shedder` to share, and `priority`. */
+export interface ShedOptions<Req> extends ShedderOptions {
+  /** The request's class. Default: every request is 'normal'. */
+  priority?: (req: Req) => Priority;
+  /** A shedder to use (and share between apps) instead of shedder options. Default: one made from the options. */
+  shedder?: Shedder;
+}
+
+/** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */
+export interface ShedRawResponse {
+  readonly destroyed: boolean;
+  once(event: 'close' | 'finish', listener: () => void): unknown;
+}
+
+/** The answer to a shed request. */
+export interface ShedResponse {
+  status: 503;
+  headers: { 'Retry-After': string };
+  contentType: string;
+  body: string;
+}
+
+export interface ShedGate<Req> {
+  readonly shedder: Shedder;
+  /**
+   * True: the request holds a slot until `raw` finishes or closes (whichever first, once); false: answer
+   * `response`. A promise only while it waits for a slot (maxWait > 0).
+   */
+  admit(req: Req, raw: ShedRawResponse): boolean | Promise<boolean>;
+  readonly response: ShedResponse;
+}
+
+const RETRY_AFTER_S = 1; // a shed is decided per window of 100 ms: one second is the shortest whole answer
+const RESPONSE: ShedResponse = {
+  status: 503,
+  headers: { 'Retry-After': String(RETRY_AFTER_S) },
+  contentType: 'application/problem+json; charset=utf-8',
+  body: JSON.stringify({
+    type: 'about:blank',
+    title: 'Service Unavailable',
+    status: 503,
+    detail: `The service is overloaded; retry in ${RETRY_AFTER_S} s.`,
+  }),
+};
+const RANK: Record<Priority, number> = { critical: 0, normal: 1, sheddable: 2 };
+
+interface Waiter {
+  priority: Priority;
+  done: (permit: { release(): void } | undefined) => void;
+}
+
+/** Holds a slot until the response finishes or the client leaves, whichever comes first, once. */
+function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
+  if (raw.destroyed) {
+    permit.release();
+    return;
+  }
+  const release = () => permit.release(); // idempotent
+  raw.once('finish', release);
+  raw.once('close', release);
+}
+
+/**
+ * The shared half of every adapter's shed(): resolves options once (bad ones throw here, by name), then
+ * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first.
+ * @example const gate = shedGate<Request>({ priority: (req) => (req.path === '/health' ? 'critical' : 'normal') })
+ */
+export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
+  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
+  const { priority: _priority, shedder: given, ...rest } = options;
+  const { priority } = resolve(
+    { priority: { doc: "default 'normal'", check: isFunction } as OptionSpec<((req: Req) => Priority) | undefined> },
+    options,
+  );
+  // A shared shedder keeps its own options: any given here too would be silently ignored.
+  if (given !== undefined) checkNames(rest, [], 'an option beside shedder (give it to createShedder)');
+  const shedder = given ?? createShedder(rest);
+  const { freed, fits } = shedderInternals(shedder);
+  // Waiters in order of class, then of arrival: the first that does not fit means none behind it does.
+  const waiters: Waiter[] = [];
+  if (shedder.maxWaitMs > 0) {
+    freed.add(() => {
+      while (waiters.length > 0 && fits((waiters[0] as Waiter).priority)) {
+        const waiter = waiters.shift() as Waiter;
+        waiter.done(shedder.acquire(waiter.priority));
+      }
+    });
+  }
+
+  function wait(p: Priority, raw: ShedRawResponse): Promise<boolean> {
+    return new Promise((resolveAdmit) => {
+      const waiter: Waiter = {
+        priority: p,
+        done(permit) {
+          clearTimeout(timer);
+          if (permit !== undefined) holdUntilEnd(permit, raw);
+          resolveAdmit(permit !== undefined);
+        },
+      };
+      const timer = setTimeout(() => leave(), shedder.maxWaitMs);
+      const leave = () => {
+        const i = waiters.indexOf(waiter);
+        if (i >= 0) waiters.splice(i, 1)[0]?.done(undefined);
+      };
+      raw.once('close', leave); // a client that leaves gives its place back
+      const at = waiters.findIndex((w) => RANK[w.priority] > RANK[p]);
+      waiters.splice(at < 0 ? waiters.length : at, 0, waiter);
+    });
+  }
+
+  return {
+    shedder,
+    response: RESPONSE,
+    admit(req, raw) {
+      let p: Priority = 'normal';
+      if (priority !== undefined) {
+        try {
+          p = priority(req);
+        } catch (error) {
+          throw new SluiceError('ERR_SLUICE_PRIORITY', 'priority(req) threw', { cause: error });
+        }
+      }
+      const permit = shedder.acquire(p);
+      if (permit !== undefined) {
+        holdUntilEnd(permit, raw);
+        return true;
+      }
+      if (shedder.maxWaitMs === 0 || waiters.length >= shedder.limit || raw.destroyed) return false;
+      return wait(p, raw);
+    },
+  };
+}

@@ -1,0 +1,250 @@
+// createShedder: an adaptive concurrency limit per process, with priorities, that sheds load before the
+// service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
+import { channel } from 'node:diagnostics_channel';
+import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { type Duration, parseDuration } from './duration.js';
+import { badOption, SluiceError } from './errors.js';
+import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
+
+/** Who may use which part of the limit: critical all of it, normal all but the critical reserve, sheddable the rest. */
+export type Priority = 'critical' | 'normal' | 'sheddable';
+
+/** A slot held by one request: release() gives it back; calling it again does nothing. */
+export interface Permit {
+  release(): void;
+}
+
+export interface Shedder {
+  /** Takes a slot now, or answers undefined now when `priority` may not have one (shed). Default 'normal'. */
+  acquire(priority?: Priority): Permit | undefined;
+  /** The current concurrency limit, an integer in [limit.min, limit.max]. */
+  readonly limit: number;
+  /** Slots held now. */
+  readonly inFlight: number;
+  /** The `maxWait` option in ms, for adapters (acquire itself never waits). */
+  readonly maxWaitMs: number;
+  /** Stops sampling the event loop's delay (idempotent); the limit stays where it is. */
+  close(): void;
+}
+
+/** Options of createShedder(). */
+export interface ShedderOptions {
+  /** The concurrency limit's start and bounds. Default { initial: 20, min: 1, max: 1000 }. */
+  limit?: { initial?: number; min?: number; max?: number };
+  /** Event-loop delay (max over the last window) above which the limit falls. Default '100ms'. */
+  targetDelay?: Duration;
+  /** Fractions of the limit only higher classes may use: the top `critical` share, then `normal`. Default { critical: 0.1, normal: 0.1 }. */
+  reserve?: { critical?: number; normal?: number };
+  /** How long an adapter lets a request wait for a slot before shedding it. Default 0. */
+  maxWait?: Duration;
+  /** Test hook: the ms clock. Default performance.now. */
+  clock?: () => number;
+  /** Test hook: the event loop's delay in ms since the last call (max). Default: monitorEventLoopDelay's max, reset each window. */
+  eventLoopDelay?: () => number;
+}
+
+/** What a shedder publishes on sluice:event (only while someone subscribes). */
+export type ShedderEvent =
+  | { type: 'shed'; priority: Priority; limit: number; inFlight: number }
+  /** Once per window of adaptation, and when the last slot is given back. */
+  | { type: 'concurrency'; limit: number; inFlight: number; previousLimit: number };
+
+// The rule: Netflix concurrency-limits' Gradient2 (Gradient2Limit), with its defaults, on a latency floor.
+const WINDOW_MS = 100; // one adaptation per 100 ms of traffic: fast enough to follow a flood in Node
+const MIN_SAMPLES = 5; // a window's latency counts once it holds this many samples (else it carries on)
+const TOLERANCE = 1.5; // Gradient2's rttTolerance: latency up to 1.5x the floor is not queueing
+const SMOOTHING = 0.2; // Gradient2's smoothing
+const QUEUE_SIZE = 4; // Gradient2's queueSize: what the limit grows by (before smoothing) per window
+const MIN_GRADIENT = 0.5; // Gradient2: one window never cuts the limit by more than half
+const FLOOR_RISE = 0.01; // the floor follows a slower service by 1% of the gap per window (~10 s)
+const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
+const events = channel('sluice:event');
+/** What the adapter kit may see of a shedder: who to tell when slots come back, and whether a class fits now. */
+interface Internals {
+  freed: Set<() => void>;
+  fits(priority: Priority): boolean;
+}
+const internals = new WeakMap<Shedder, Internals>();
+
+const fraction = (n: string) => (v: unknown) => (typeof v === 'number' && v >= 0 && v <= 1 ? v : badOption(n, 'a number from 0 to 1', v));
+const count = (n: string) => (v: unknown) => isPositiveInteger(v, n);
+const object = (v: unknown, n: string): object => (v !== null && typeof v === 'object' ? v : badOption(n, 'an object', v));
+const LIMIT = {
+  initial: { doc: 'start', default: 20, check: count('limit.initial') },
+  min: { doc: 'floor', default: 1, check: count('limit.min') },
+  max: { doc: 'ceiling', default: 1000, check: count('limit.max') },
+};
+const RESERVE = {
+  critical: { doc: 'critical only', default: 0.1, check: fraction('reserve.critical') },
+  normal: { doc: 'normal and up', default: 0.1, check: fraction('reserve.normal') },
+};
+const OPTIONS = {
+  limit: { doc: 'adaptive limit bounds', default: {}, check: object },
+  targetDelay: { doc: "default '100ms'", default: 100, check: (v, n) => parseDuration(v, n) } as OptionSpec<number>,
+  reserve: { doc: 'reserved fractions', default: {}, check: object },
+  maxWait: { doc: 'default 0', default: 0, check: (v, n) => (v === 0 ? 0 : parseDuration(v, n)) } as OptionSpec<number>,
+  clock: { doc: 'test hook', check: isFunction } as OptionSpec<(() => number) | undefined>,
+  eventLoopDelay: { doc: 'test hook', check: isFunction } as OptionSpec<(() => number) | undefined>,
+};
+
+function resolveShedder(options: ShedderOptions) {
+  const o = resolve(OPTIONS, options);
+  checkNames(options, Object.keys(OPTIONS), 'a createShedder option');
+  checkNames(o.limit, Object.keys(LIMIT), 'a limit option', 'limit.');
+  checkNames(o.reserve, Object.keys(RESERVE), 'a reserve option', 'reserve.');
+  const limit = resolve(LIMIT, o.limit);
+  if (limit.min > limit.max) badOption('limit.min', `at most limit.max (${limit.max})`, limit.min);
+  if (limit.initial < limit.min || limit.initial > limit.max)
+    badOption('limit.initial', `from limit.min to limit.max (${limit.min}-${limit.max})`, limit.initial);
+  const reserve = resolve(RESERVE, o.reserve);
+  if (reserve.critical + reserve.normal > 1) badOption('reserve', 'fractions that sum to at most 1', reserve.critical + reserve.normal);
+  return { ...o, limit, reserve };
+}
+
+/** The event loop's delay in ms since the last read: the histogram's max (a stall shows whole, a mean would hide it). */
+function loopDelayReader(): { read: () => number; close: () => void } {
+  const h: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  return {
+    read() {
+      const ms = h.count > 0 ? h.max / 1e6 : 0;
+      h.reset();
+      return ms;
+    },
+    close: () => h.disable(),
+  };
+}
+
+/**
+ * An adaptive concurrency limit for this process, with priorities. Each window of 100 ms of traffic it
+ * applies Netflix concurrency-limits' Gradient2 rule: gradient = clamp(1.5 x floor / latency, 0.5, 1),
+ * limit = limit x gradient + 4, smoothed by 0.2, and not grown while under half the limit is used and nothing
+ * was shed; `floor` is the recent minimum of window latencies (rising by 1% of the gap per window). The event
+ * loop's delay (its max over the window) is the second signal: above `targetDelay` the limit falls at once by
+ * targetDelay / delay (at most by half). A slot is given back at the end of the event loop's turn, so the
+ * requests handled synchronously in one turn count as concurrent: in Node they wait for each other.
+ * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.1, normal: 0.1 }, maxWait 0.
+ * @example
+ * const shedder = createShedder({ reserve: { critical: 0.2 } });
+ * const permit = shedder.acquire('critical'); // undefined: answer 503
+ * permit?.release();
+ */
+export function createShedder(options: ShedderOptions = {}): Shedder {
+  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
+  const o = resolveShedder(options);
+  const clock = o.clock ?? (() => performance.now());
+  const loop = o.eventLoopDelay === undefined ? loopDelayReader() : { read: o.eventLoopDelay, close() {} };
+  const rule = new AdaptiveLimit(o.limit, o.targetDelay, loop.read, clock());
+  const share = { critical: 1, normal: 1 - o.reserve.critical, sheddable: 1 - o.reserve.critical - o.reserve.normal };
+  const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
+  const freed = new Set<() => void>();
+  let inFlight = 0;
+  let pending: number[] = [];
+  const tick = (now: number) => {
+    if (rule.adapt(now, inFlight) && events.hasSubscribers) events.publish(rule.event(inFlight));
+  };
+  // Slots given back in this turn of the event loop return together once it ends.
+  function endOfTurn(): void {
+    const now = clock();
+    for (const start of pending) rule.sample(now - start);
+    inFlight -= pending.length;
+    pending = [];
+    tick(now);
+    for (const listener of freed) listener();
+    if (inFlight === 0 && events.hasSubscribers) events.publish(rule.event(inFlight));
+  }
+  const shedder: Shedder = {
+    acquire(priority = 'normal') {
+      if (!PRIORITIES.includes(priority))
+        throw new SluiceError('ERR_SLUICE_PRIORITY', "priority must be 'critical', 'normal' or 'sheddable'");
+      const now = clock();
+      tick(now);
+      if (inFlight >= ceiling(priority)) {
+        rule.shed = true;
+        if (events.hasSubscribers) events.publish({ type: 'shed', priority, limit: rule.limit, inFlight });
+        return undefined;
+      }
+      if (++inFlight > rule.peak) rule.peak = inFlight;
+      let held = true;
+      return {
+        release() {
+          if (!held) return;
+          held = false;
+          if (pending.length === 0) setImmediate(endOfTurn);
+          pending.push(now);
+        },
+      };
+    },
+    get limit() {
+      return rule.limit;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    maxWaitMs: o.maxWait,
+    close: () => loop.close(), // idempotent: disabling a disabled histogram does nothing
+  };
+  internals.set(shedder, { freed, fits: (p) => inFlight < ceiling(p) });
+  return shedder;
+}
+
+/** The rule and its window: latency samples and demand in, the concurrency limit out. */
+class AdaptiveLimit {
+  limit: number;
+  shed = false; // something was shed in this window: demand is above the limit
+  private estimate: number;
+  private previous: number;
+  private floor = Number.POSITIVE_INFINITY;
+  private sum = 0;
+  private samples = 0;
+  /** The most slots held at once in this window. */
+  peak = 0;
+  constructor(
+    private readonly bounds: { initial: number; min: number; max: number },
+    private readonly targetDelay: number,
+    private readonly loopDelay: () => number,
+    private windowStart: number,
+  ) {
+    this.limit = this.previous = this.estimate = bounds.initial;
+  }
+  sample(latencyMs: number): void {
+    this.sum += latencyMs;
+    this.samples++;
+  }
+  event(inFlight: number): ShedderEvent {
+    return { type: 'concurrency', limit: this.limit, inFlight, previousLimit: this.previous };
+  }
+
+  /** Closes a window of WINDOW_MS (true) unless it holds too few samples and may run on. */
+  adapt(now: number, inFlight: number): boolean {
+    if (now - this.windowStart < WINDOW_MS) return false;
+    const { min, max } = this.bounds;
+    const delay = this.loopDelay();
+    if (delay > this.targetDelay) {
+      this.estimate = Math.max(min, this.estimate * Math.max(MIN_GRADIENT, this.targetDelay / delay));
+    } else if (this.samples >= MIN_SAMPLES) {
+      const latency = this.sum / this.samples;
+      this.floor = latency < this.floor ? latency : this.floor + (latency - this.floor) * FLOOR_RISE;
+      const gradient = Math.max(MIN_GRADIENT, Math.min(1, (TOLERANCE * this.floor) / latency));
+      // Gradient2: an app-limited service (less than half the limit used, nothing refused) does not grow.
+      if (gradient < 1 || this.shed || this.peak >= this.estimate / 2) {
+        const next = this.estimate * gradient + QUEUE_SIZE;
+        this.estimate = Math.max(min, Math.min(max, this.estimate * (1 - SMOOTHING) + next * SMOOTHING));
+      }
+    } else if (now - this.windowStart < 10 * WINDOW_MS) return false;
+    this.previous = this.limit;
+    this.limit = Math.max(min, Math.min(max, Math.floor(this.estimate)));
+    this.windowStart = now;
+    this.sum = this.samples = 0;
+    this.peak = inFlight;
+    this.shed = false;
+    return true;
+  }
+}
+
+/** For the adapter kit: a shedder's listeners for given-back slots, and whether a class would get a slot now. */
+export function shedderInternals(shedder: Shedder): Internals {
+  const found = internals.get(shedder);
+  if (found === undefined) badOption('shedder', 'a Shedder from createShedder()', shedder);
+  return found;
+}

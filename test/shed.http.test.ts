@@ -1,0 +1,184 @@
+// shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
+// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { createShedder, type Priority, type Shedder } from '@sluice/core';
+import { shed as expressShed } from '@sluice/express';
+import { shed as fastifyShed } from '@sluice/fastify';
+import { shed as koaShed } from '@sluice/koa';
+import { prometheusMetrics } from '@sluice/metrics';
+import express from 'express';
+import Fastify from 'fastify';
+import Koa from 'koa';
+import { Registry } from 'prom-client';
+
+type Framework = 'express' | 'fastify' | 'koa';
+
+/** GET /slow answers once the test calls `open()`; GET /fast at once. `entered` resolves when /slow's handler runs. */
+interface App {
+  url: string;
+  entered: Promise<void>;
+  open(): void;
+  close(): Promise<void>;
+}
+
+const priorityOf = (header: unknown): Priority => (header === 'critical' ? 'critical' : 'normal');
+
+async function start(framework: Framework, shedder: Shedder): Promise<App> {
+  let open = () => {};
+  let enter = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const entered = new Promise<void>((resolve) => {
+    enter = resolve;
+  });
+  const slow = async () => {
+    enter();
+    await gate;
+    return 'ok';
+  };
+  let server: Server;
+  if (framework === 'express') {
+    const app = express();
+    app.use(expressShed({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) }));
+    app.get('/slow', (_req, res) => void slow().then((b) => res.send(b)));
+    app.get('/fast', (_req, res) => void res.send('ok'));
+    server = app.listen(0, '127.0.0.1');
+  } else if (framework === 'koa') {
+    const app = new Koa();
+    app.use(koaShed({ shedder, priority: (ctx) => priorityOf(ctx.get('x-priority')) }));
+    app.use(async (ctx) => {
+      ctx.body = ctx.path === '/slow' ? await slow() : 'ok';
+    });
+    server = app.listen(0, '127.0.0.1');
+  } else {
+    const app = Fastify();
+    await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
+    app.get('/slow', slow);
+    app.get('/fast', async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    server = app.server;
+  }
+  if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    entered,
+    open: () => open(),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Waits (up to 2 s) until `ok()` holds: a slot comes back after a socket event and one turn of the loop. */
+async function until(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(ok()).toBe(true);
+}
+
+describe.each<Framework>(['express', 'fastify', 'koa'])('shed() in %s', (framework) => {
+  let app: App | undefined;
+  afterEach(async () => {
+    app?.open();
+    await app?.close();
+    app = undefined;
+  });
+
+  test('answers 503 with Retry-After and problem+json when no slot is left, and takes the slot back when the response ends', async () => {
+    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+    app = await start(framework, shedder);
+    const first = fetch(`${app.url}/slow`);
+    await app.entered;
+    expect(shedder.inFlight).toBe(1);
+    const refused = await fetch(`${app.url}/fast`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
+    app.open();
+    expect((await first).status).toBe(200);
+    await until(() => shedder.inFlight === 0);
+    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+    shedder.close();
+  });
+
+  test('keeps the critical reserve for critical requests', async () => {
+    const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0.5, normal: 0 } });
+    app = await start(framework, shedder);
+    const first = fetch(`${app.url}/slow`);
+    await app.entered;
+    expect((await fetch(`${app.url}/fast`)).status).toBe(503);
+    expect((await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } })).status).toBe(200);
+    app.open();
+    await first;
+    shedder.close();
+  });
+
+  test('with maxWait, a request waits for a slot instead of being shed; past maxWait it is shed', async () => {
+    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '5s' });
+    app = await start(framework, shedder);
+    const first = fetch(`${app.url}/slow`);
+    await app.entered;
+    const waiting = fetch(`${app.url}/fast`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    app.open();
+    expect((await first).status).toBe(200);
+    expect((await waiting).status).toBe(200);
+    shedder.close();
+
+    const brief = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '50ms' });
+    await app.close();
+    app = await start(framework, brief);
+    const held = fetch(`${app.url}/slow`);
+    await app.entered;
+    expect((await fetch(`${app.url}/fast`)).status).toBe(503);
+    app.open();
+    await held;
+    brief.close();
+  });
+
+  test('gives the slot back when the client leaves mid-request (a real socket destroyed)', async () => {
+    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+    app = await start(framework, shedder);
+    const { port } = new URL(app.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write('GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await app.entered;
+    expect(shedder.inFlight).toBe(1);
+    socket.destroy();
+    await until(() => shedder.inFlight === 0); // while the handler still waits
+    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+    shedder.close();
+  });
+});
+
+test('prometheusMetrics counts sheds by priority and reports the limit and slots in flight', async () => {
+  const register = new Registry();
+  const metrics = prometheusMetrics({ register });
+  const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+  try {
+    const app = await start('express', shedder);
+    const held = fetch(`${app.url}/slow`);
+    await app.entered;
+    expect((await fetch(`${app.url}/fast`)).status).toBe(503);
+    expect((await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } })).status).toBe(503);
+    const value = async (name: string) => (await register.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
+    expect(await value('sluice_shed_total')).toEqual([
+      'sluice_shed_total{priority="normal"} 1',
+      'sluice_shed_total{priority="critical"} 1',
+    ]);
+    expect(await value('sluice_concurrency_limit')).toEqual(['sluice_concurrency_limit 1']);
+    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight 1']);
+    app.open();
+    await held;
+    await until(() => shedder.inFlight === 0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight 0']);
+    await app.close();
+  } finally {
+    metrics.stop();
+    shedder.close();
+  }
+});
