@@ -1,39 +1,31 @@
 // limiter.adjust(): a charge moved by delta on the rate policies, atomically, without a check (a
 // refund never past full); the fail mode's way when the store cannot answer.
-import { type Decision, failOpenDecision, toDecision } from './decision.js';
+import { type Decision, toDecision } from './decision.js';
 import { badOption } from './errors.js';
-import { fallbackTag, keyTag, storeKey } from './keys.js';
-import type { LimiterEvent, ResolvedLimiterOptions } from './limiter-options.js';
+import type { FailModeOf } from './fail-mode.js';
+import { keyTag, storeKey } from './keys.js';
+import type { ResolvedLimiterOptions } from './limiter-options.js';
 import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy.js';
 import type { PolicySet } from './policy-set.js';
-import type { Store, StoreRequest } from './store.js';
-import type { StoreCall } from './store-call.js';
+import type { StoreReply, StoreRequest } from './store.js';
+import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /** The caller has checked the key. */
 export type Adjust = (key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }) => Promise<Decision>;
 
 export function createAdjust(o: {
   options: ResolvedLimiterOptions;
-  local: Store | undefined;
   storeCall: StoreCall;
-  emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
+  reportError: ReportError;
+  failMode: FailModeOf;
   /** The policy set of a call's `policy`, or the limiter's. */
   setOf: (policy: unknown) => PolicySet;
   /** Forgets the deny cache's denials of a key's tag. */
   forgetDenials: (tag: string) => void;
 }): Adjust {
-  const { options, local, storeCall, emit, setOf, forgetDenials } = o;
+  const { options, storeCall, reportError, failMode, setOf, forgetDenials } = o;
   const { prefix, clock } = options;
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
-
-  /** When the store cannot answer: 'closed' adjusts the local fallback, 'open' knows no count. */
-  async function withoutStore(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
-    if (options.failMode === 'open' || local === undefined) return failOpenDecision(ps);
-    const fps = set.fallback.filter((p) => !isConcurrent(p));
-    if (fps.length === 0) return failOpenDecision(ps);
-    const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
-    return toDecision(fps, reply, 'fallback');
-  }
 
   /** A set's rate policies, the ones an adjustment moves: found once per set. */
   const rates = new WeakMap<PolicySet, readonly Policy[]>();
@@ -73,23 +65,9 @@ export function createAdjust(o: {
     const tag = keyTag(key);
     // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
     if (delta < 0) forgetDenials(tag);
-    const now = clock();
-    if (!storeCall.allow(now)) return withoutStore(tag, ps, set, delta);
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
-    return new Promise<Decision>((resolve, reject) =>
-      storeCall.decide(request, now, (error, reply, latencyMs) => {
-        if (reply === undefined) {
-          emit({ type: 'store-error', key, error, latencyMs });
-          withoutStore(tag, ps, set, delta).then(resolve, reject);
-          return;
-        }
-        try {
-          resolve(toDecision(ps, reply, 'store'));
-        } catch (e) {
-          reject(e);
-        }
-      }),
-    );
+    const answer = (reply: StoreReply) => toDecision(ps, reply, 'store');
+    return ask(storeCall, reportError, key, request, clock(), answer, () => failMode.adjust(tag, ps, set, delta));
   }
 
   return (key, delta, given) => {

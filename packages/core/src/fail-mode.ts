@@ -3,9 +3,16 @@ import type { Attempt } from './attempt.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
 import { fallbackTag, idKey, storeKey } from './keys.js';
 import type { FailMode } from './limiter-options.js';
-import { isConcurrent } from './policy.js';
-import { longestWindow } from './policy-set.js';
+import { isConcurrent, type Policy } from './policy.js';
+import { longestWindow, type PolicySet } from './policy-set.js';
 import type { Store, StoreRequest } from './store.js';
+
+/** What answers when the store cannot: a consume or peek's decision, and an adjustment's. */
+export interface FailModeOf {
+  (attempt: Attempt): Promise<Decision>;
+  /** An adjustment of `tag`'s rate policies `ps` by `delta`: 'closed' moves the local fallback's count, 'open' knows none. */
+  adjust(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision>;
+}
 
 /**
  * 'open': allowed, with no count known (source 'fail-open'). 'closed': the local fallback decides (source
@@ -16,17 +23,26 @@ export function createFailMode(
   prefix: string,
   local: Store | undefined,
   emit: (type: 'fail-open' | 'fallback', key: string) => void,
-): (attempt: Attempt) => Promise<Decision> {
+): FailModeOf {
+  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  async function adjust(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
+    if (mode === 'open' || local === undefined) return failOpenDecision(ps);
+    const fps = set.fallback.filter((p) => !isConcurrent(p));
+    if (fps.length === 0) return failOpenDecision(ps);
+    const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
+    return toDecision(fps, reply, 'fallback');
+  }
   if (mode === 'open') {
-    return (attempt) => {
+    const open = (attempt: Attempt) => {
       emit('fail-open', attempt.key);
       return Promise.resolve(failOpenDecision(attempt.set.policies));
     };
+    return Object.assign(open, { adjust });
   }
-  return async (attempt) => {
+  const closed = async (attempt: Attempt) => {
     const { fallback } = attempt.set;
     const tag = fallbackTag(attempt.tag);
-    const keys = fallback.map((p) => storeKey(prefix, tag, p.id));
+    const keys = keysOf(tag, fallback);
     const request: StoreRequest = { keys, policies: fallback, cost: attempt.cost, peek: attempt.peek };
     // The local tier counts slots and ids as the store does, under the fallback tag.
     if (!attempt.peek && fallback.some(isConcurrent)) request.slot = attempt.slot;
@@ -38,4 +54,5 @@ export function createFailMode(
     emit('fallback', attempt.key);
     return toDecision(fallback, reply, 'fallback');
   };
+  return Object.assign(closed, { adjust });
 }

@@ -26,8 +26,8 @@ import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
 import { createSlots, type Slots } from './slots.js';
-import type { StoreRequest } from './store.js';
-import { createStoreCall } from './store-call.js';
+import type { StoreReply, StoreRequest } from './store.js';
+import { ask, createStoreCall, type ReportError } from './store-call.js';
 
 export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
 
@@ -100,6 +100,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (eventsHeard(onEvent)) publish({ prefix, ...event }, hooks);
   };
   const storeCall = createStoreCall(store, o, { prefix, onEvent });
+  const reportError: ReportError = (key, error, latencyMs) =>
+    emit(key === undefined ? { type: 'store-error', error, latencyMs } : { type: 'store-error', key, error, latencyMs });
   const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
@@ -110,7 +112,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let slots = slotsBySet.get(set);
     if (slots === undefined) {
       const fallbackLocal = o.failMode === 'closed' ? local : undefined;
-      slots = createSlots({ prefix, policies: set.policies, fallback: set.fallback, local: fallbackLocal, storeCall, clock, emit });
+      slots = createSlots({ prefix, policies: set.policies, fallback: set.fallback, local: fallbackLocal, storeCall, clock, reportError });
       slotsBySet.set(set, slots);
     }
     return slots;
@@ -161,7 +163,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const cached = denyCache.get(denied, attempt.cost, now);
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
-    if (!storeCall.allow(now)) return withoutStore(attempt);
     const ps = shards.policies[shard] as readonly Policy[];
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
     if (set.hasSlots && !attempt.peek) request.slot = attempt.slot;
@@ -169,26 +170,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
       request.idTtlMs = set.idTtlMs;
     }
-    return new Promise<Decision>((resolve, reject) => {
-      storeCall.decide(request, now, (error, reply, latencyMs) => {
-        if (reply === undefined) {
-          emit({ type: 'store-error', key: attempt.key, error, latencyMs });
-          resolve(withoutStore(attempt));
-          return;
-        }
-        try {
-          const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
-          // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-          if (denyCache && !reply.allowed && !attempt.peek) {
-            denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
-          }
-          resolve(attempt.final ? finish(attempt.key, decision) : decision);
-        } catch (e) {
-          // A store's malformed reply, say: the caller hears of it rather than waiting forever.
-          reject(e);
-        }
-      });
-    });
+    const answer = (reply: StoreReply): Decision => {
+      const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
+      // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+      if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
+      return attempt.final ? finish(attempt.key, decision) : decision;
+    };
+    return ask(storeCall, reportError, attempt.key, request, now, answer, () => withoutStore(attempt));
   }
 
   /** consume() with a prefilter or shards. */
@@ -227,7 +215,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return own;
   }
 
-  const adjust = createAdjust({ options: o, local, storeCall, emit, setOf, forgetDenials });
+  const adjust = createAdjust({ options: o, storeCall, reportError, failMode, setOf, forgetDenials });
 
   const limiter: Limiter = {
     consume(key, options) {

@@ -4,10 +4,9 @@ import { randomBytes } from 'node:crypto';
 import type { Attempt } from './attempt.js';
 import type { Decision } from './decision.js';
 import { fallbackTag, storeKey } from './keys.js';
-import type { LimiterEvent } from './limiter-options.js';
 import { isConcurrent, type Policy } from './policy.js';
 import type { Store, StoreRequest } from './store.js';
-import type { StoreCall } from './store-call.js';
+import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /**
  * A slot's id: this process' random tag and a count, unique across processes, and short (a UUID is
@@ -15,6 +14,8 @@ import type { StoreCall } from './store-call.js';
  */
 const SLOT_TAG = randomBytes(9).toString('base64url');
 let slotCount = 0;
+
+const nothing = (): void => undefined;
 
 export interface Slots {
   /** Whether a consume takes a slot (in the store, or in the fallback while the store is down). */
@@ -36,9 +37,9 @@ export function createSlots(o: {
   local: Store | undefined;
   storeCall: StoreCall;
   clock: () => number;
-  emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
+  reportError: ReportError;
 }): Slots {
-  const { prefix, local, storeCall, clock, emit } = o;
+  const { prefix, local, storeCall, clock, reportError } = o;
   const inStore = o.policies.filter(isConcurrent);
   const inFallback = local === undefined ? [] : o.fallback.filter(isConcurrent);
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
@@ -57,14 +58,7 @@ export function createSlots(o: {
     }
     const keys = taken === undefined ? keysOf(tag, inStore) : slotKeys(taken);
     const request: StoreRequest = { keys, policies: inStore, cost: 1, peek: false, delta: -1, slot };
-    const now = clock();
-    if (!storeCall.allow(now)) return Promise.resolve();
-    return new Promise((resolve) =>
-      storeCall.decide(request, now, (error, _reply, latencyMs) => {
-        if (error) emit({ type: 'store-error', error, latencyMs });
-        resolve();
-      }),
-    );
+    return ask(storeCall, reportError, undefined, request, clock(), nothing, nothing);
   }
 
   return {

@@ -24,6 +24,42 @@ export interface StoreCall {
   close(): void;
 }
 
+/** Reports a store call that could not be answered ('store-error'), naming the caller's key when there is one. */
+export type ReportError = (key: string | undefined, error: Error | undefined, latencyMs: number) => void;
+
+/**
+ * The one way an operation asks the store (consume, peek, adjust, release): under the deadline and the
+ * breaker, `answer` reads the reply; when the store cannot answer (the breaker open, an error, the
+ * deadline), the error is reported and `without` answers (the fail mode). Not async: one promise per
+ * call, since every decision takes this path.
+ */
+export function ask<T>(
+  call: StoreCall,
+  report: ReportError,
+  key: string | undefined,
+  request: StoreRequest,
+  now: number,
+  answer: (reply: StoreReply) => T,
+  without: () => T | Promise<T>,
+): Promise<T> {
+  if (!call.allow(now)) return Promise.resolve(without());
+  return new Promise<T>((resolve, reject) => {
+    call.decide(request, now, (error, reply, latencyMs) => {
+      if (reply === undefined) {
+        report(key, error, latencyMs);
+        resolve(without());
+        return;
+      }
+      try {
+        resolve(answer(reply));
+      } catch (e) {
+        // A store's reply that cannot be read: the caller hears of it rather than waiting forever.
+        reject(e);
+      }
+    });
+  });
+}
+
 /**
  * The store call for a store that is not in this process: a deadline (`timeout`) and a breaker, shared
  * by the limiters on one store with the same settings (a test clock gets one of its own). An in-process
