@@ -1,7 +1,9 @@
 // An open-loop HTTP/1.1 load generator for bench/overload.mjs: requests are due on a fixed schedule and
 // sent then, whatever the answers (no coordinated omission: a request's latency counts from when it was
-// due, also while it waits for a free connection). Raw keep-alive sockets, one request at a time on each (no
-// pipelining), at most `connections` of them; a request with no free connection waits in a FIFO. Cheap per
+// due, also while it waits for a free connection). A pool of `connections` raw keep-alive sockets, all opened
+// before the clock starts (opening hundreds under load overflows the listen backlog, and a dropped SYN is
+// retried after 1 s: that would measure TCP, not the server), one request at a time on each (no pipelining);
+// a request with no free connection waits in a FIFO. Cheap per
 // request (a prebuilt request, a status line and a Content-Length read), so that the client sharing the
 // machine is not what limits the rate. 127.0.0.1 only.
 import { connect } from 'node:net';
@@ -15,7 +17,7 @@ const LENGTH = /\r\ncontent-length:\s*(\d+)/i;
  * x-priority: critical; waits up to `drainMs` for the last answers. Resolves with { critical, status, ms } per
  * request: status 0 for no answer (ms Infinity).
  */
-export function openLoop({ port, rate, seconds, criticalEvery = 0, connections = 1024, drainMs = 1000 }) {
+export async function openLoop({ port, rate, seconds, criticalEvery = 0, connections = 256, drainMs = 1000 }) {
   const plain = Buffer.from('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
   const critical = Buffer.from('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nx-priority: critical\r\n\r\n');
   const total = Math.round(rate * seconds);
@@ -25,7 +27,6 @@ export function openLoop({ port, rate, seconds, criticalEvery = 0, connections =
   const sockets = new Set();
   let sent = 0;
   let resolveAll;
-  const t0 = performance.now();
 
   const record = (r) => {
     results.push(r);
@@ -67,12 +68,14 @@ export function openLoop({ port, rate, seconds, criticalEvery = 0, connections =
     socket.write(job.critical ? critical : plain);
   }
   function send(job) {
-    const socket = idle.pop() ?? (sockets.size < connections ? open() : undefined);
+    const socket = idle.pop();
     if (socket === undefined) return void queue.push(job);
     socket.job = job;
     socket.write(job.critical ? critical : plain);
   }
 
+  await Promise.all(Array.from({ length: connections }, () => new Promise((ready) => idle.push(open().once('connect', ready)))));
+  const t0 = performance.now();
   return new Promise((resolve) => {
     let drain;
     resolveAll = () => {

@@ -131,7 +131,8 @@ async function main() {
         for (const load of [...LOADS, 'critical']) {
           const rate = cap * (load === 'critical' ? 4 : Number(load));
           const summary = await measure(framework, contender, rate, load === 'critical' ? 5 : 0);
-          (runs[contender][load] ??= []).push(summary);
+          runs[contender][load] ??= [];
+          runs[contender][load].push(summary);
         }
       }
     }
@@ -139,7 +140,8 @@ async function main() {
     console.log('| contender | load | goodput req/s | p50 ms | p99 ms | shed | lost |');
     console.log('|---|---|---|---|---|---|---|');
     for (const [contender, byLoad] of Object.entries(runs)) {
-      const out = (figures.frameworks[framework].contenders[contender] = {});
+      const out = {};
+      figures.frameworks[framework].contenders[contender] = out;
       for (const load of [...LOADS, 'critical']) {
         const rs = byLoad[load];
         const s = Object.fromEntries(

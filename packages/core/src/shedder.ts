@@ -139,16 +139,15 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
   const freed = new Set<() => void>();
   let inFlight = 0;
-  let pending: number[] = [];
+  let pending = 0;
   const tick = (now: number) => {
     if (rule.adapt(now, inFlight) && events.hasSubscribers) events.publish(rule.event(inFlight));
   };
   // Slots given back in this turn of the event loop return together once it ends.
   function endOfTurn(): void {
     const now = clock();
-    for (const start of pending) rule.sample(now - start);
-    inFlight -= pending.length;
-    pending = [];
+    inFlight -= pending;
+    pending = 0;
     tick(now);
     for (const listener of freed) listener();
     if (inFlight === 0 && events.hasSubscribers) events.publish(rule.event(inFlight));
@@ -170,8 +169,8 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
         release() {
           if (!held) return;
           held = false;
-          if (pending.length === 0) setImmediate(endOfTurn);
-          pending.push(now);
+          rule.sample(clock() - now); // the request's own latency, as Gradient2 measures it
+          if (pending++ === 0) setImmediate(endOfTurn);
         },
       };
     },
