@@ -6,7 +6,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { createLimiter, type Limiter, type LimiterEvent, redisStore } from '@sluice/core';
-import { scopedKey } from '@sluice/core/adapter';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
@@ -20,7 +19,8 @@ import { startRedisWithClient, stopRedisWithClient } from './support/redis-clien
 type Name = 'express' | 'fastify' | 'koa';
 type Options = Record<string, unknown>;
 
-const KEY = scopedKey('api', 'client');
+// The adapters count the client 'client' in the scope 'api'.
+const COUNTER = { scope: 'api' };
 /** Tokens each streamed chunk "used", by raw request: what a settle function reads. */
 const used = new WeakMap<IncomingMessage, number>();
 let gate: Promise<void> = Promise.resolve();
@@ -183,7 +183,7 @@ describe.each<Name>(['express', 'fastify', 'koa'])('%s: settle, refunds and slot
     app = await serve(name, { limiter, scope: 'api', key: () => 'client', ...options });
   };
   const get = (path: string, init?: RequestInit) => fetch(`${app!.url}${path}`, init);
-  const remaining = (i = 0) => limiter.peek(KEY).then((d) => d.policies[i]!.remaining);
+  const remaining = (i = 0) => limiter.peek('client', COUNTER).then((d) => d.policies[i]!.remaining);
   beforeEach(() => {
     closeGate();
     entered = [];
@@ -264,7 +264,7 @@ describe.each<Name>(['express', 'fastify', 'koa'])('%s: settle, refunds and slot
     const errors = await until(async () => events.filter((e) => e.type === 'settle-error').length, 2);
     expect(errors).toBe(2);
     const [a, b] = events.filter((e) => e.type === 'settle-error');
-    expect([a!.key, a!.error?.message]).toEqual([KEY, 'billing lookup failed']);
+    expect([a!.key, a!.error?.message]).toEqual(['client', 'billing lookup failed']);
     expect(b!.error?.message).toMatch(/settle\(req, res\) must return a finite number >= 0 or undefined, got -1/);
     expect(await remaining()).toBe(8);
   });

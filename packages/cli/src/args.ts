@@ -3,7 +3,6 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ipKey, type PolicyInput } from '@sluice/core';
-import { scopedKey } from '@sluice/core/adapter';
 
 /** A bad argument: the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {
@@ -16,9 +15,7 @@ export type Command =
   | { command: 'version' }
   | {
       command: 'inspect' | 'reset';
-      /** The caller's key the limiter counts: KEY, or scopedKey(scope, KEY) with --scope. */
-      key: string;
-      /** KEY as given (grouped with --ip), and --scope: for messages. */
+      /** KEY as given (grouped with --ip), and --scope: the limiter counts KEY in that scope. */
       client: string;
       scope: string | undefined;
       redisUrl: string;
@@ -134,7 +131,6 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
   }
   return {
     command,
-    key: scope === undefined ? client : scopedKey(scope, client),
     client,
     scope,
     redisUrl,

@@ -117,11 +117,11 @@ export async function main(
     try {
       await client.connect();
       if (command.command === 'reset') {
-        await limiter.reset(command.key);
+        await limiter.reset(command.client, { scope: command.scope });
         const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
         write('out', `reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
       } else {
-        const decision = await limiter.peek(command.key);
+        const decision = await limiter.peek(command.client, { scope: command.scope });
         if (decision.source !== 'store') throw storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
         write('out', `${JSON.stringify(decision, null, 2)}\n`);
       }

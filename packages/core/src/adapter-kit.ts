@@ -5,7 +5,6 @@ import { parseDuration } from './duration.js';
 import { badOption, describe, SluiceError } from './errors.js';
 import { type HeadersMode, parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { ipKey } from './ip-key.js';
-import { scopedKey } from './keys.js';
 import { CHECK_COST, type ConsumeOptions, createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
 import { LIMITER_OPTION_NAMES } from './limiter-options.js';
 import { checkNames, isBoolean, isFunction, type OptionSpec, ownCopy, resolve } from './options.js';
@@ -100,8 +99,9 @@ export interface HttpVerdict {
   /** Rate-limit headers to set, Retry-After included when limited. */
   headers: Record<string, string>;
   limited: boolean;
-  /** The limiter's key it was counted under (scope and client) and what it was charged. */
+  /** The client's key and the scope it was counted under, and what it was charged. */
   key: string;
+  scope: string;
   cost: number;
   /** The request's own policies (a `policy` function's answer), when not the limiter's. */
   policy?: PolicyInput | PolicyInput[];
@@ -322,8 +322,10 @@ export function httpLimit<Req, Res = undefined>(
       }
       const counter = scope ?? route;
       const price = cost === undefined ? undefined : call(cost, req, 'ERR_SLUICE_COST', 'cost');
-      let charge: ConsumeOptions | undefined =
-        price === undefined ? undefined : { cost: typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost') };
+      let charge: ConsumeOptions =
+        price === undefined
+          ? { scope: counter }
+          : { scope: counter, cost: typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost') };
       if (policyOf !== undefined) {
         const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy');
         const policy =
@@ -332,18 +334,18 @@ export function httpLimit<Req, Res = undefined>(
             : chosen;
         charge = { ...charge, policy: policy as PolicyInput | PolicyInput[] };
       }
-      const scoped = scopedKey(counter, client);
-      const decision = await theLimiter.consume(scoped, charge);
+      const decision = await theLimiter.consume(client, charge);
       const limited = !decision.allowed;
       const verdict: HttpVerdict = {
         decision,
         headers: rateLimitHeaders(decision, { headers: mode }),
         limited,
-        key: scoped,
-        cost: charge?.cost ?? 1,
+        key: client,
+        scope: counter,
+        cost: charge.cost ?? 1,
       };
       // A settle adjusts the request's own policies, not the limiter's.
-      if (charge?.policy !== undefined) verdict.policy = charge.policy;
+      if (charge.policy !== undefined) verdict.policy = charge.policy;
       return verdict;
     },
     track(verdict, req, res, raw) {

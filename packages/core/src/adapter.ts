@@ -16,7 +16,6 @@ export type {
 } from './adapter-kit.js';
 export { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
 export { badOption } from './errors.js';
-export { scopedKey } from './keys.js';
 export type { OptionSpec } from './options.js';
 export { isBoolean, isFunction, own, resolve } from './options.js';
 export type { ShedGate, ShedOptions, ShedRawResponse, ShedResponse } from './shed-kit.js';

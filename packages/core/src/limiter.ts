@@ -17,7 +17,7 @@ import { DenyCache } from './deny-cache.js';
 import { badOption, describe, SluiceError } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
-import { fallbackTag, idKey, keyTag, shardTag, storeKey } from './keys.js';
+import { fallbackTag, idKey, keyTag, scopedKey, shardTag, storeKey } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
 import { checkNames, ownCopy } from './options.js';
@@ -46,20 +46,34 @@ export interface Limiter {
    * Returns the Decision after it, as a peek would see it. A store failure goes to the fail mode.
    * @example await limiter.adjust(user, usedTokens - estimate)
    */
-  adjust(key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  adjust(key: string, delta: number, options?: CallOptions): Promise<Decision>;
   /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
-  peek(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision>;
+  peek(key: string, options?: CallOptions): Promise<Decision>;
   /**
    * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
    * policies and every call policy it has seen lately.
    */
-  reset(key: string, options?: { policy?: PolicyInput | PolicyInput[] }): Promise<void>;
+  reset(key: string, options?: CallOptions): Promise<void>;
   /** Releases what the limiter holds. A store that was passed in stays open. */
   close(): Promise<void>;
 }
 
+/** Options of peek, adjust and reset: which counter. */
+export interface CallOptions {
+  /** This call's policies instead of the limiter's. */
+  policy?: PolicyInput | PolicyInput[];
+  /**
+   * The counter's scope: a route ('POST /login') or a name that routes share. The same key under two
+   * scopes is two counters. The adapters pass theirs; give the same to peek, adjust or reset an
+   * adapter's counter from outside (the CLI's --scope). Default: none.
+   */
+  scope?: string;
+}
+
 /** Options of one consume. */
 export interface ConsumeOptions {
+  /** The counter's scope (see CallOptions.scope). */
+  scope?: string;
   /** Units to charge, > 0. Default 1. */
   cost?: number;
   /**
@@ -223,8 +237,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       let set: PolicySet;
       let id: string | undefined;
       try {
-        checkKey(key);
         const call = callOptions(options, CONSUME_OPTIONS, 'consume');
+        key = counterKey(key, call?.scope);
         set = setOf(call?.policy);
         cost = checkCost(call?.cost, set.policies, set.capacity);
         id = call?.id;
@@ -243,8 +257,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
 
     async peek(key, options) {
-      checkKey(key);
-      const set = setOf(callOptions(options, POLICY_OPTION, 'peek')?.policy);
+      const call = callOptions(options, CALL_OPTIONS, 'peek');
+      key = counterKey(key, call?.scope);
+      const set = setOf(call?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
@@ -252,16 +267,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     adjust(key, delta, options) {
       try {
-        checkKey(key);
-        return adjust(key, delta, callOptions(options, POLICY_OPTION, 'adjust'));
+        const call = callOptions(options, CALL_OPTIONS, 'adjust');
+        return adjust(counterKey(key, call?.scope), delta, call);
       } catch (error) {
         return Promise.reject(error);
       }
     },
 
     async reset(key, options) {
-      checkKey(key);
-      const policy = callOptions(options, POLICY_OPTION, 'reset')?.policy;
+      const call = callOptions(options, CALL_OPTIONS, 'reset');
+      key = counterKey(key, call?.scope);
+      const policy = call?.policy;
       const tag = keyTag(key);
       const known = [...(own ? [own] : []), ...calls.sets()];
       const sets = policy !== undefined ? [setOf(policy)] : known;
@@ -297,8 +313,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
 }
 
 /** The names each call's options may have. */
-const CONSUME_OPTIONS = ['cost', 'policy', 'id'];
-const POLICY_OPTION = ['policy'];
+const CONSUME_OPTIONS = ['cost', 'policy', 'id', 'scope'];
+const CALL_OPTIONS = ['policy', 'scope'];
 
 /**
  * A call's options, undefined or an object: a name the call does not take is refused ("did you mean"), and only own
@@ -314,6 +330,14 @@ function callOptions<T extends object>(options: T | undefined, known: readonly s
     }
   }
   return options;
+}
+
+/** The key a counter is kept under: the caller's, in its scope when one is given (keys.ts scopedKey). */
+function counterKey(key: unknown, scope: unknown): string {
+  checkKey(key);
+  if (scope === undefined) return key as string;
+  if (typeof scope !== 'string' || scope === '') badOption('scope', 'a non-empty string', scope);
+  return scopedKey(scope, key as string);
 }
 
 function checkKey(key: unknown): string {

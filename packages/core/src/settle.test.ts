@@ -69,17 +69,17 @@ describe('after the response', () => {
     const { request, limiter } = setup({ cost: 4, settle });
     const v = await request((res) => res.finish(201));
     expect(seen).toEqual([201]);
-    expect((await limiter.peek(v.key)).remaining).toBe(9);
+    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(9);
   });
 
   it('skipFailedRequests: a success is never refunded, a failure and an abort are', async () => {
     const { request, limiter } = setup({ skipFailedRequests: true });
     const v = await request((res) => res.finish(200));
     await request((res) => res.finish(200));
-    expect((await limiter.peek(v.key)).remaining).toBe(8);
+    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(8);
     await request((res) => res.finish(503));
     await request((res) => res.abort());
-    expect((await limiter.peek(v.key)).remaining).toBe(8);
+    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(8);
   });
 
   it('a response already closed when tracked (the client left while the limiter decided) is settled at once', async () => {

@@ -25,7 +25,7 @@ export function settleAfter<Req, Res>(
   o: SettleOptions,
 ):
   | ((
-      verdict: { key: string; cost: number; policy?: PolicyInput | PolicyInput[] },
+      verdict: { key: string; scope: string; cost: number; policy?: PolicyInput | PolicyInput[] },
       req: Req,
       res: Res,
       raw: { statusCode: number; writableFinished: boolean },
@@ -58,7 +58,10 @@ export function settleAfter<Req, Res>(
         const ok = !aborted && (wasSuccessful === undefined ? status < 400 : await wasSuccessful(req, res));
         if (ok ? succeeded : failed) cost = 0;
       }
-      if (cost !== verdict.cost) await limiter.adjust(verdict.key, cost - verdict.cost, verdict.policy && { policy: verdict.policy });
+      if (cost !== verdict.cost) {
+        const counter = verdict.policy === undefined ? { scope: verdict.scope } : { scope: verdict.scope, policy: verdict.policy };
+        await limiter.adjust(verdict.key, cost - verdict.cost, counter);
+      }
     })().catch((e: unknown) => {
       reportEvent(limiter, { type: 'settle-error', key: verdict.key, error: e instanceof Error ? e : new Error(describe(e)) });
     });
