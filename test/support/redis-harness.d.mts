@@ -3,8 +3,13 @@
 /** Resolves after `ms` milliseconds. */
 export declare function sleep(ms: number): Promise<void>;
 
-/** A key namespace of a test's own (`tag` and random letters), so that no two tests or runs share a counter. */
-export declare function uniquePrefix(tag: string): string;
+/**
+ * The one key namespace scheme of the tests: `<tag>_<n>_<8 random hex>`, unique in this process (n counts)
+ * and across processes and runs (random), so that no two tests or runs share a counter. `tag` defaults to
+ * the running test file's name ('core.redis' for test/core.redis.test.ts), so a key in Redis names the file
+ * that wrote it. No prefix is the start of another, so `${prefix}*` matches one namespace's keys only.
+ */
+export declare function uniquePrefix(tag?: string): string;
 
 /** A port that was free on 127.0.0.1 a moment ago (the OS picks it). */
 export declare function freePort(): Promise<number>;

@@ -3,10 +3,11 @@
 // own. Plain Node ESM, so that bench/*.mjs import it as is (no build step); the tests import it through
 // ./redis.ts, jest's swc transform taking .mjs too. Types: ./redis-harness.d.mts.
 import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -14,8 +15,19 @@ const run = promisify(execFile);
 /** Resolves after `ms` milliseconds. */
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A key namespace of a test's own (`tag` and random letters), so that no two tests or runs share a counter. */
-export const uniquePrefix = (tag) => `${tag}${Math.random().toString(36).slice(2, 10)}`;
+let prefixes = 0;
+/**
+ * The one key namespace scheme of the tests: `<tag>_<n>_<8 random hex>`, unique in this process (n counts)
+ * and across processes and runs (random), so that no two tests or runs share a counter. `tag` defaults to
+ * the running test file's name ('core.redis' for test/core.redis.test.ts), so a key in Redis names the file
+ * that wrote it. No prefix is the start of another (tags hold no '_'; the random part is of fixed length),
+ * so `${prefix}*` matches one namespace's keys only.
+ */
+export function uniquePrefix(tag) {
+  const file = globalThis.expect?.getState?.().testPath;
+  const name = tag ?? (file ? basename(file).replace(/\.test\.[cm]?[jt]s$/, '') : 'sluice');
+  return `${name.replace(/[^!-z|]|[_*?[\]\\]/g, '-').slice(0, 32)}_${(prefixes++).toString(36)}_${randomBytes(4).toString('hex')}`;
+}
 
 // Every server still running, as a function that kills it and removes its dir without waiting. A process
 // exit (a failed test file, a benchmark's Ctrl-C) cannot await stop(), and must not leave a server behind.

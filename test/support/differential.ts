@@ -1,0 +1,193 @@
+// The one differential harness of the tests: the same operations on a limiter over Redis (the Lua scripts)
+// and one over the memory store, under one test clock that both stores read. Every call is made on both;
+// their decisions must be alike, and so must the stores' replies (retries to the µs, which a Decision
+// rounds up to whole ms). A call refused before any store is asked (a cost past the capacity, an option out
+// of bounds) must be refused by both alike, with neither store asked.
+//
+//   const d = differential({ client, policy: '5/1s', start: NOW });
+//   await d.consume('k', { cost: 2 }); d.step(1000); await d.peek('k');   // each compared, Redis's returned
+//   await d.run(ops, { refusals: ['ERR_SLUICE_COST'] });                    // a generated sequence on 'k'
+import {
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type LimiterOptions,
+  memoryStore,
+  type PolicyInput,
+  redisStore,
+  type Store,
+  type StoreReply,
+} from '@sluice/core';
+import { uniquePrefix } from './redis';
+
+/** One operation of a generated sequence, on one key. */
+export type Op =
+  | { kind: 'consume'; cost?: number; id?: string }
+  | { kind: 'peek' }
+  | { kind: 'adjust'; delta: number }
+  /** Gives back the oldest decision still holding slots (if any), then peeks. */
+  | { kind: 'release' }
+  /** Moves the clock by `ms`. */
+  | { kind: 'step'; ms: number };
+
+export interface DifferentialOptions {
+  client: Parameters<typeof redisStore>[0]['client'];
+  policy?: PolicyInput | PolicyInput[];
+  /** The clock's first reading (ms); default a random instant of late 2023. */
+  start?: number;
+  /** Default: uniquePrefix(). */
+  prefix?: string;
+  /** More options for both limiters. */
+  options?: Omit<LimiterOptions, 'policy' | 'store' | 'prefix'>;
+}
+
+export interface Differential extends Pick<Limiter, 'consume' | 'peek' | 'adjust'> {
+  /** The test clock both stores read, in ms: set it, or move it with step(). */
+  now: number;
+  step(ms: number): void;
+  /**
+   * Runs `ops` on `key` (default 'k'), each on both limiters and compared. A refusal whose code is in
+   * `refusals` (both alike, no store asked) goes on to the next operation; any other fails the test.
+   */
+  run(ops: readonly Op[], options?: { key?: string; refusals?: readonly string[] }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A decision as a value: its functions (release, ...) listed by name, so that two stores' decisions compare. */
+export function plain(d: Decision): Record<string, unknown> {
+  const value: Record<string, unknown> = {};
+  const methods: string[] = [];
+  for (const [k, v] of Object.entries(d)) {
+    if (typeof v === 'function') methods.push(k);
+    else value[k] = v;
+  }
+  return methods.length > 0 ? { ...value, methods: methods.sort() } : value;
+}
+
+/** `store`, calling `seen` with each reply it gives (through decide, or decideWith when it has it). */
+function recorded(store: Store, seen: (reply: StoreReply) => void): Store {
+  const wrapped: Store = Object.create(store);
+  Object.assign(wrapped, {
+    decide: async (request: Parameters<Store['decide']>[0]) => {
+      const reply = await store.decide(request);
+      seen(reply);
+      return reply;
+    },
+  });
+  if (store.decideWith) {
+    const decideWith = store.decideWith.bind(store);
+    Object.assign(wrapped, {
+      decideWith: (...[request, done, deadline]: Parameters<NonNullable<Store['decideWith']>>) =>
+        decideWith(
+          request,
+          (error, reply) => {
+            if (reply !== undefined) seen(reply);
+            done(error, reply);
+          },
+          deadline,
+        ),
+    });
+  }
+  return wrapped;
+}
+
+/** A Redis-store limiter and a memory-store limiter on one clock, asked the same and compared at each call. */
+export function differential(o: DifferentialOptions): Differential {
+  const clock = () => d.now;
+  const prefix = o.prefix ?? uniquePrefix();
+  // Each store's reply to the call under way: [Redis, memory].
+  const replies: Array<StoreReply | undefined> = [undefined, undefined];
+  const store = (s: Store, i: number) =>
+    recorded(s, (reply) => {
+      replies[i] = reply;
+    });
+  const limiters: [Limiter, Limiter] = [
+    createLimiter({
+      ...o.options,
+      policy: o.policy,
+      store: store(redisStore({ client: o.client, clock }), 0),
+      prefix,
+      denyCache: false,
+      timeout: 5000,
+    }),
+    createLimiter({ ...o.options, policy: o.policy, store: store(memoryStore({ clock }), 1), prefix }),
+  ];
+
+  /** Makes one call on both limiters and compares; returns Redis's decision, whose functions call both. */
+  async function both(call: (l: Limiter) => Promise<Decision>): Promise<Decision> {
+    replies.fill(undefined);
+    const [a, b] = (await Promise.allSettled(limiters.map(call))) as [PromiseSettledResult<Decision>, PromiseSettledResult<Decision>];
+    if (a.status === 'rejected') {
+      // Refused before any store is asked, by both alike.
+      expect(b).toEqual(a);
+      expect(replies).toEqual([undefined, undefined]);
+      throw a.reason;
+    }
+    // (A refusal by the memory store alone shows here with its reason.)
+    expect(b).toEqual({ status: 'fulfilled', value: expect.anything() });
+    const [onRedis, inMemory] = [a.value, (b as PromiseFulfilledResult<Decision>).value];
+    expect(replies[0]).toBeDefined();
+    expect(replies[0]).toEqual(replies[1]);
+    expect(plain(inMemory)).toEqual(plain(onRedis));
+    return paired(onRedis, inMemory);
+  }
+
+  /** `onRedis`, each of its functions (release, ...) calling both decisions' and comparing what they return. */
+  function paired(onRedis: Decision, inMemory: Decision): Decision {
+    const out = { ...onRedis } as Record<string, unknown>;
+    for (const [k, f] of Object.entries(onRedis)) {
+      if (typeof f !== 'function') continue;
+      const g = (inMemory as unknown as Record<string, (...args: unknown[]) => unknown>)[k]!;
+      out[k] = async (...args: unknown[]) => {
+        const [x, y] = await Promise.all([f(...args), g(...args)]);
+        const isDecision = (v: unknown): v is Decision => typeof v === 'object' && v !== null && 'allowed' in v;
+        if (isDecision(x) && isDecision(y)) {
+          expect(plain(y)).toEqual(plain(x));
+          return paired(x, y);
+        }
+        expect(y).toEqual(x);
+        return x;
+      };
+    }
+    return out as unknown as Decision;
+  }
+
+  const d: Differential = {
+    now: o.start ?? 1_700_000_000_000 + Math.floor(Math.random() * 1e9),
+    step(ms) {
+      d.now += ms;
+    },
+    consume: (key, options) => both((l) => l.consume(key, options)),
+    peek: (key, options) => both((l) => l.peek(key, options)),
+    adjust: (key, delta, options) => both((l) => l.adjust(key, delta, options)),
+    async run(ops, { key = 'k', refusals = [] } = {}) {
+      const held: Decision[] = [];
+      for (const op of ops) {
+        try {
+          if (op.kind === 'step') d.step(op.ms);
+          else if (op.kind === 'peek') await d.peek(key);
+          else if (op.kind === 'adjust') await d.adjust(key, op.delta);
+          else if (op.kind === 'release') {
+            await held.shift()?.release?.();
+            await d.peek(key);
+          } else {
+            const decision = await d.consume(key, {
+              ...(op.cost === undefined ? {} : { cost: op.cost }),
+              ...(op.id === undefined ? {} : { id: op.id }),
+            });
+            if (decision.release) held.push(decision);
+          }
+        } catch (error) {
+          const code = (error as { code?: unknown }).code;
+          // An assertion that failed, or a refusal this sequence does not expect: the test fails.
+          if (typeof code !== 'string' || !code.startsWith('ERR_SLUICE_')) throw error;
+          expect(refusals).toContain(code);
+        }
+      }
+    },
+    close: async () => {
+      await Promise.all(limiters.map((l) => l.close()));
+    },
+  };
+  return d;
+}
