@@ -99,12 +99,9 @@ export interface HttpVerdict {
   /** Rate-limit headers to set, Retry-After included when limited. */
   headers: Record<string, string>;
   limited: boolean;
-  /** The client's key and the scope it was counted under, and what it was charged. */
+  /** The client's key, and what it was charged (a settle moves the decision's own charge: decision.adjust). */
   key: string;
-  scope: string;
   cost: number;
-  /** The request's own policies (a `policy` function's answer), when not the limiter's. */
-  policy?: PolicyInput | PolicyInput[];
 }
 
 /** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */
@@ -298,13 +295,6 @@ export function httpLimit<Req, Res = undefined>(
   // A constant cost that can never pass would answer every request 500: refused here (not with a per-request policy).
   if (typeof o.cost === 'number' && policyOf === undefined) (theLimiter as { [CHECK_COST]?: (cost: number) => void })[CHECK_COST]?.(o.cost);
   const after = settleAfter<Req, Res>(theLimiter, a);
-  if (after !== undefined && typeof limiterOptions.shards === 'number' && limiterOptions.shards > 1) {
-    badOption(
-      'shards',
-      '1 with settle, skipFailedRequests or skipSuccessfulRequests (a charge went to one shard at random)',
-      limiterOptions.shards,
-    );
-  }
 
   return {
     limiter: theLimiter,
@@ -336,17 +326,8 @@ export function httpLimit<Req, Res = undefined>(
       }
       const decision = await theLimiter.consume(client, charge);
       const limited = !decision.allowed;
-      const verdict: HttpVerdict = {
-        decision,
-        headers: rateLimitHeaders(decision, { headers: mode }),
-        limited,
-        key: client,
-        scope: counter,
-        cost: charge.cost ?? 1,
-      };
-      // A settle adjusts the request's own policies, not the limiter's.
-      if (charge.policy !== undefined) verdict.policy = charge.policy;
-      return verdict;
+      // A settle moves the decision's own charge: its key, scope, shard and the request's own policies.
+      return { decision, headers: rateLimitHeaders(decision, { headers: mode }), limited, key: client, cost: charge.cost ?? 1 };
     },
     track(verdict, req, res, raw) {
       const { decision } = verdict;

@@ -1,9 +1,11 @@
 // limiter.adjust(): a charge moved by delta on the rate policies, atomically, without a check (a
 // refund never past full); the fail mode's way when the store cannot answer.
+
+import type { Attempt } from './attempt.js';
 import { type Decision, toDecision } from './decision.js';
 import { badOption } from './errors.js';
 import type { FailModeOf } from './fail-mode.js';
-import { keyTag, storeKey } from './keys.js';
+import { keyTag, shardTag, storeKey } from './keys.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
 import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy.js';
 import type { PolicySet } from './policy-set.js';
@@ -11,7 +13,13 @@ import type { StoreReply, StoreRequest } from './store.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /** The caller has checked the key. */
-export type Adjust = (key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }) => Promise<Decision>;
+export type Adjust = ((key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }) => Promise<Decision>) & {
+  /**
+   * A consume's Decision.adjust: the same key, shard and policies it was charged under, in the store
+   * (source 'store') or in the local fallback (source 'fallback').
+   */
+  of(attempt: Attempt, shard: number, source: 'store' | 'fallback'): (delta: number) => Promise<Decision>;
+};
 
 export function createAdjust(o: {
   options: ResolvedLimiterOptions;
@@ -27,54 +35,85 @@ export function createAdjust(o: {
   const { prefix, clock } = options;
   const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
 
-  /** A set's rate policies, the ones an adjustment moves: found once per set. */
-  const rates = new WeakMap<PolicySet, readonly Policy[]>();
-  const ratesOf = (set: PolicySet): readonly Policy[] => {
-    let ps = rates.get(set);
+  /** The rate policies of `policies`, the ones an adjustment moves: found once per list. */
+  const rates = new WeakMap<readonly Policy[], readonly Policy[]>();
+  const ratesOf = (policies: readonly Policy[]): readonly Policy[] => {
+    let ps = rates.get(policies);
     if (ps === undefined) {
-      ps = set.policies.filter((p) => !isConcurrent(p));
-      rates.set(set, ps);
+      ps = policies.filter((p) => !isConcurrent(p));
+      rates.set(policies, ps);
     }
     return ps;
   };
 
-  /** The checked call: throws on bad input, and its promise is the adjustment's (not async: one promise fewer). */
-  function adjust(key: string, delta: number, given: { policy?: PolicyInput | PolicyInput[] } | undefined): Promise<Decision> {
-    if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
-    if (options.shards > 1) badOption('shards', '1 for adjust (a charge went to one shard at random)', options.shards);
-    const set = setOf(given?.policy);
-    const ps = ratesOf(set);
-    if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
-    if (Math.abs(delta) > LIMIT_MAX) badOption('delta', `at most ${LIMIT_MAX_TEXT} either way`, delta);
-    for (const p of ps) {
-      // A token bucket's debt is time to wait out, delta / limit × window: at most WINDOW_MAX_MS of it per call.
-      if (p.algorithm === 'token-bucket' && delta * p.windowMs > WINDOW_MAX_MS * p.limit) {
-        const most = Math.floor((WINDOW_MAX_MS * p.limit) / p.windowMs);
-        badOption(
-          'delta',
-          `at most ${most} with policy "${p.name}" (delta / limit × window, the wait it adds, at most ${WINDOW_MAX_MS / 86_400_000} days)`,
-          delta,
-        );
-      }
-    }
-    if (ps.some((p) => p.algorithm === 'sliding-log')) {
-      if (!Number.isInteger(delta)) badOption('delta', "a whole number with a 'sliding-log' policy", delta);
-      // A charge adds a member per unit, in one script call.
-      if (delta > SLIDING_LOG_MAX) badOption('delta', `at most ${SLIDING_LOG_MAX} with a 'sliding-log' policy`, delta);
-    }
-    const tag = keyTag(key);
+  /**
+   * Moves the counters of `tag` (a key's, or one shard's) under the rate policies `ps` of `set` by `delta`;
+   * when the store cannot answer, the fail mode moves the fallback's. Throws on a bad delta.
+   */
+  function move(key: string, baseTag: string, tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
+    checkDelta(delta, ps);
     // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
-    if (delta < 0) forgetDenials(tag);
+    if (delta < 0) forgetDenials(baseTag);
     const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
     const answer = (reply: StoreReply) => toDecision(ps, reply, 'store');
-    return ask(storeCall, reportError, key, request, clock(), answer, () => failMode.adjust(tag, ps, set, delta));
+    return ask(storeCall, reportError, key, request, clock(), answer, () => failMode.adjust(baseTag, ps, set, delta));
   }
 
-  return (key, delta, given) => {
+  /** The checked call: throws on bad input, and its promise is the adjustment's (not async: one promise fewer). */
+  function adjust(key: string, delta: number, given: { policy?: PolicyInput | PolicyInput[] } | undefined): Promise<Decision> {
+    if (options.shards > 1) {
+      badOption('shards', "1 for limiter.adjust (a charge went to one shard: use the decision's adjust())", options.shards);
+    }
+    const set = setOf(given?.policy);
+    const tag = keyTag(key);
+    return move(key, tag, tag, ratesOf(set.policies), set, delta);
+  }
+
+  const limiterAdjust = (key: string, delta: number, given?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision> => {
     try {
       return adjust(key, delta, given);
     } catch (error) {
       return Promise.reject(error);
     }
   };
+  return Object.assign(limiterAdjust, {
+    of(attempt: Attempt, shard: number, source: 'store' | 'fallback') {
+      return (delta: number): Promise<Decision> => {
+        const { set } = attempt;
+        try {
+          if (source === 'fallback') {
+            checkDelta(delta, ratesOf(set.fallback));
+            return failMode.adjust(attempt.tag, ratesOf(set.policies), set, delta);
+          }
+          const tag = shardTag(attempt.tag, shard, set.shards.count);
+          return move(attempt.key, attempt.tag, tag, ratesOf(set.shards.policies[shard] as readonly Policy[]), set, delta);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      };
+    },
+  });
+}
+
+/** Throws for a delta the policies `ps` cannot take. */
+function checkDelta(delta: unknown, ps: readonly Policy[]): asserts delta is number {
+  if (typeof delta !== 'number' || !Number.isFinite(delta)) badOption('delta', 'a finite number', delta);
+  if (ps.length === 0) badOption('policy', 'at least one rate policy to adjust (a concurrent slot is given back by release())', 'none');
+  if (Math.abs(delta) > LIMIT_MAX) badOption('delta', `at most ${LIMIT_MAX_TEXT} either way`, delta);
+  for (const p of ps) {
+    // A token bucket's debt is time to wait out, delta / limit × window: at most WINDOW_MAX_MS of it per call.
+    if (p.algorithm === 'token-bucket' && delta * p.windowMs > WINDOW_MAX_MS * p.limit) {
+      const most = Math.floor((WINDOW_MAX_MS * p.limit) / p.windowMs);
+      badOption(
+        'delta',
+        `at most ${most} with policy "${p.name}" (delta / limit × window, the wait it adds, at most ${WINDOW_MAX_MS / 86_400_000} days)`,
+        delta,
+      );
+    }
+  }
+  if (ps.some((p) => p.algorithm === 'sliding-log')) {
+    if (!Number.isInteger(delta)) badOption('delta', "a whole number with a 'sliding-log' policy", delta);
+    // A charge adds a member per unit, in one script call.
+    if (delta > SLIDING_LOG_MAX) badOption('delta', `at most ${SLIDING_LOG_MAX} with a 'sliding-log' policy`, delta);
+  }
 }

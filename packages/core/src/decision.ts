@@ -49,6 +49,13 @@ export interface Decision {
    * store failure is reported as a 'store-error' event, and the slot frees when its lease ends).
    */
   release?: () => Promise<void>;
+  /**
+   * Present on a consume's allowed decision that charged (the store's or the fallback's): moves its own
+   * charge by `delta` (the same key, scope, shard and policies), > 0 charging more without a check, < 0
+   * refunding, never past full; resolves with the decision after it, as a peek would see it.
+   * @example const d = await limiter.consume(user, { cost: estimate }); ...; await d.adjust?.(used - estimate);
+   */
+  adjust?: (delta: number) => Promise<Decision>;
 }
 
 /**

@@ -155,12 +155,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { ...decision, allowed: true, retryAfterMs: 0, shadowed: true };
   }
 
+  /** The fail mode's decision; a fallback's that charged can adjust itself there. */
   const withoutStore = (attempt: Attempt): Promise<Decision> =>
-    attempt.final
-      ? failMode(attempt).then((d) => finish(attempt.key, hold(d, attempt)))
-      : attempt.slot === undefined
-        ? failMode(attempt)
-        : failMode(attempt).then((d) => hold(d, attempt));
+    failMode(attempt).then((d) => {
+      if (d.allowed && !attempt.peek && d.source === 'fallback') d.adjust = adjust.of(attempt, 0, 'fallback');
+      const held = attempt.slot === undefined ? d : hold(d, attempt);
+      return attempt.final ? finish(attempt.key, held) : held;
+    });
 
   /**
    * One shard's decision: the deny cache's, the store's, or the fail mode's. The fast path: not async,
@@ -186,6 +187,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     const answer = (reply: StoreReply): Decision => {
       const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
+      if (reply.allowed && !attempt.peek) decision.adjust = adjust.of(attempt, shard, 'store');
       // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
       if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(denied, attempt.cost, decision, now, replyRetryMs(reply));
       return attempt.final ? finish(attempt.key, decision) : decision;

@@ -34,7 +34,7 @@ describe('refused combinations name the option', () => {
     await expect(createLimiter({ policy: '3/1m' }).adjust('k', Number.NaN)).rejects.toThrow(/delta must be a finite number/);
     const log = createLimiter({ policy: { limit: 3, window: '1m', algorithm: 'sliding-log' } });
     await expect(log.adjust('k', -0.5)).rejects.toThrow(/delta must be a whole number with a 'sliding-log' policy/);
-    await expect(createLimiter({ policy: '4/1m', shards: 2 }).adjust('k', -1)).rejects.toThrow(/shards must be 1 for adjust/);
+    await expect(createLimiter({ policy: '4/1m', shards: 2 }).adjust('k', -1)).rejects.toThrow(/shards must be 1 for limiter.adjust/);
     await expect(createLimiter({ policy: { concurrent: 2 } }).adjust('k', -1)).rejects.toThrow(/at least one rate policy/);
   });
 });

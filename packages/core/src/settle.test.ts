@@ -34,12 +34,36 @@ describe('settle options', () => {
     [{ policy: '3/1m', settle: 5 }, /settle must be a function/],
     [{ policy: '3/1m', skipFailedRequests: 'yes' }, /skipFailedRequests must be a boolean/],
     [{ policy: '3/1m', requestWasSuccessful: true }, /requestWasSuccessful must be a function/],
-    [
-      { policy: '30/1m', shards: 2, skipSuccessfulRequests: true },
-      /shards must be 1 with settle, skipFailedRequests or skipSuccessfulRequests/,
-    ],
   ])('%j throws naming the option', (options, message) => {
     expect(() => httpLimit(options as never)).toThrow(message);
+  });
+});
+
+describe("issue 25: a settle moves the decision's own charge (Decision.adjust)", () => {
+  it('with shards: the refund goes to the shard that was charged, and the whole key is back to full', async () => {
+    // Two shards of 10: a request charges 10 to one of them, and its settle refunds all of it.
+    const limiter = createLimiter({ policy: '20/1h', shards: 2 });
+    const limit = httpLimit<Req, Response>({ limiter, cost: 10, settle: () => 0 });
+    const verdict = (await limit.check(req, 'GET /', () => req.ip))!;
+    const res = new Response();
+    limit.track(verdict, req, res, res);
+    res.finish(200);
+    await tick();
+    await tick();
+    // Both shards full again: two charges of 10 pass (a consume tries a second shard before it denies).
+    // Had the refund missed the charged shard, the second would be denied.
+    for (let i = 0; i < 2; i++) expect((await limiter.consume(req.ip, { scope: 'GET /', cost: 10 })).allowed).toBe(true);
+    expect((await limiter.consume(req.ip, { scope: 'GET /', cost: 10 })).allowed).toBe(false);
+  });
+
+  it('a decision adjusts itself; a denial, a peek and a fail-open decision have nothing to adjust', async () => {
+    const limiter = createLimiter({ policy: '10/1h' });
+    const d = await limiter.consume('k', { cost: 4 });
+    expect((await d.adjust?.(-3))?.remaining).toBe(9);
+    expect((await limiter.peek('k')).adjust).toBeUndefined();
+    await limiter.consume('k', { cost: 9 });
+    expect((await limiter.consume('k')).adjust).toBeUndefined();
+    await expect(d.adjust?.(Number.NaN)).rejects.toThrow(/delta must be a finite number/);
   });
 });
 
@@ -69,17 +93,17 @@ describe('after the response', () => {
     const { request, limiter } = setup({ cost: 4, settle });
     const v = await request((res) => res.finish(201));
     expect(seen).toEqual([201]);
-    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(9);
+    expect((await limiter.peek(v.key, { scope: 'GET /' })).remaining).toBe(9);
   });
 
   it('skipFailedRequests: a success is never refunded, a failure and an abort are', async () => {
     const { request, limiter } = setup({ skipFailedRequests: true });
     const v = await request((res) => res.finish(200));
     await request((res) => res.finish(200));
-    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(8);
+    expect((await limiter.peek(v.key, { scope: 'GET /' })).remaining).toBe(8);
     await request((res) => res.finish(503));
     await request((res) => res.abort());
-    expect((await limiter.peek(v.key, { scope: v.scope })).remaining).toBe(8);
+    expect((await limiter.peek(v.key, { scope: 'GET /' })).remaining).toBe(8);
   });
 
   it('a response already closed when tracked (the client left while the limiter decided) is settled at once', async () => {

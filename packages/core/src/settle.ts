@@ -1,8 +1,9 @@
 // After the response: the charge moves to the request's real cost (settle), or back to nothing
 // (express-rate-limit's skipFailedRequests and skipSuccessfulRequests), by one limiter.adjust().
+
+import type { Decision } from './decision.js';
 import { SluiceError } from './errors.js';
 import type { Limiter } from './limiter.js';
-import type { PolicyInput } from './policy.js';
 import { reportEvent } from './report.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -25,7 +26,7 @@ export function settleAfter<Req, Res>(
   o: SettleOptions,
 ):
   | ((
-      verdict: { key: string; scope: string; cost: number; policy?: PolicyInput | PolicyInput[] },
+      verdict: { key: string; cost: number; decision: Decision },
       req: Req,
       res: Res,
       raw: { statusCode: number; writableFinished: boolean },
@@ -58,10 +59,8 @@ export function settleAfter<Req, Res>(
         const ok = !aborted && (wasSuccessful === undefined ? status < 400 : await wasSuccessful(req, res));
         if (ok ? succeeded : failed) cost = 0;
       }
-      if (cost !== verdict.cost) {
-        const counter = verdict.policy === undefined ? { scope: verdict.scope } : { scope: verdict.scope, policy: verdict.policy };
-        await limiter.adjust(verdict.key, cost - verdict.cost, counter);
-      }
+      // The decision moves its own charge: the key, scope, shard and policies it was charged under.
+      if (cost !== verdict.cost) await verdict.decision.adjust?.(cost - verdict.cost);
     })().catch((e: unknown) => {
       reportEvent(limiter, { type: 'settle-error', key: verdict.key, error: e instanceof Error ? e : new Error(describe(e)) });
     });
