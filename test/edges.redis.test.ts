@@ -5,6 +5,7 @@
 import { createLimiter, type Decision, type Limiter, memoryStore, type PolicyInput, rateLimitHeaders, redisStore } from '@sluice/core';
 import { httpLimit } from '@sluice/core/adapter';
 import type Redis from 'ioredis';
+import { differential } from './support/differential';
 import { parseSfList } from './support/http';
 import { type startRedis, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
@@ -50,12 +51,6 @@ function expectHeaders(d: Decision): void {
   if (!d.allowed) expect(h['Retry-After']).toMatch(/^[1-9]\d{0,14}$/);
   for (const v of Object.values(h)) expect(v).not.toMatch(/NaN|Infinity|e\+|=-|^-/);
 }
-
-/** A decision without its release function, comparable as a value. */
-const plain = (d: Decision) => {
-  const { release, ...rest } = d;
-  return rest;
-};
 
 interface Case {
   name: string;
@@ -134,7 +129,7 @@ const AT_BOUNDS: Case[] = [
 ];
 
 /** One scenario at a bound: a unit, the rest of the capacity, a denial; every decision checked. */
-async function atBound(l: Limiter, c: Case): Promise<Decision[]> {
+async function atBound(l: Pick<Limiter, 'consume' | 'peek'>, c: Case): Promise<Decision[]> {
   const seen: Decision[] = [];
   const first = await l.consume('k');
   seen.push(first);
@@ -167,12 +162,17 @@ async function atBound(l: Limiter, c: Case): Promise<Decision[]> {
 
 /**
  * A token bucket at its product bound, with odd numbers (no factor of 2 to hide a rounding), against the
- * same bucket counted exactly in BigInt: tokens × window in µs, refilled by `limit` per µs. Returns the
- * decisions' remaining and the exact ones.
+ * same bucket counted exactly in BigInt: tokens × window in µs, refilled by `limit` per µs. `l` reads the
+ * clock that `setClock` sets. Returns the decisions' remaining and the exact ones.
  */
-async function exactTokenBucket(make: (clock: () => number) => Limiter, limit: number, windowMs: number): Promise<[number[], number[]]> {
+async function exactTokenBucket(
+  l: Pick<Limiter, 'consume'>,
+  setClock: (ms: number) => void,
+  limit: number,
+  windowMs: number,
+): Promise<[number[], number[]]> {
   let us = 0;
-  const l = make(() => NOW + us / 1000);
+  setClock(NOW);
   const L = BigInt(limit);
   const w = BigInt(windowMs * 1000);
   const full = L * w;
@@ -187,6 +187,7 @@ async function exactTokenBucket(make: (clock: () => number) => Limiter, limit: n
   const want: number[] = [];
   for (let i = 0; i < 60; i++) {
     us += random(4);
+    setClock(NOW + us / 1000);
     debt -= BigInt(us - at) * L;
     if (debt < 0n) debt = 0n;
     at = us;
@@ -344,11 +345,9 @@ describe('issue 24: numbers at their edges', () => {
       [999_999_999_989, 9],
       [104_161, 86_400_001],
     ])('token-bucket %d per %d ms (burst × window just under 9e12): exact against BigInt', async (limit, windowMs) => {
-      const [got, want] = await exactTokenBucket(
-        (clock) => createLimiter({ policy: { limit, window: windowMs }, store: memoryStore({ clock }) }),
-        limit,
-        windowMs,
-      );
+      let now = NOW;
+      const l = createLimiter({ policy: { limit, window: windowMs }, store: memoryStore({ clock: () => now }) });
+      const [got, want] = await exactTokenBucket(l, (ms) => (now = ms), limit, windowMs);
       expect(got).toEqual(want);
     });
 
@@ -385,6 +384,7 @@ describe('issue 24: numbers at their edges', () => {
     });
   });
 
+  // Each call on Redis and on the memory store alike (test/support/differential.ts), and checked as above.
   describe('real Redis: the Lua decides the same, exactly, at the bounds', () => {
     let server: Awaited<ReturnType<typeof startRedis>>;
     let client: Redis;
@@ -394,64 +394,38 @@ describe('issue 24: numbers at their edges', () => {
     afterAll(() => stopRedisWithClient({ server, client }));
 
     test.each(AT_BOUNDS.map((c) => [c.name, c] as const))('%s', async (_, c) => {
-      const prefix = uniquePrefix('e');
-      const onRedis = createLimiter({
-        policy: c.policy,
-        store: redisStore({ client, clock: () => NOW }),
-        prefix,
-        denyCache: false,
-        timeout: 5000,
-      });
-      const local = createLimiter({ policy: c.policy, store: memoryStore({ clock: () => NOW }), prefix });
-      const redisSeen = await atBound(onRedis, c);
-      const memorySeen = await atBound(local, c);
-      for (const d of redisSeen) expect(d.source).toBe('store');
-      expect(redisSeen.map(plain)).toEqual(memorySeen.map(plain));
-      await onRedis.close();
+      const both = differential({ client, policy: c.policy, start: NOW });
+      for (const d of await atBound(both, c)) expect(d.source).toBe('store');
+      await both.close();
     });
 
     test.each([
       [999_999_999_989, 9],
       [104_161, 86_400_001],
     ])('token-bucket %d per %d ms (burst × window just under 9e12): exact against BigInt', async (limit, windowMs) => {
-      const prefix = uniquePrefix('e');
-      const [got, want] = await exactTokenBucket(
-        (clock) =>
-          createLimiter({
-            policy: { limit, window: windowMs },
-            store: redisStore({ client, clock }),
-            prefix,
-            denyCache: false,
-            timeout: 5000,
-          }),
-        limit,
-        windowMs,
-      );
+      const both = differential({ client, policy: { limit, window: windowMs } });
+      const [got, want] = await exactTokenBucket(both, (ms) => (both.now = ms), limit, windowMs);
       expect(got).toEqual(want);
+      await both.close();
     });
 
     test('debts charged by adjust on a token bucket of 10000 days: waited out alike, capped, never wrapped into a full bucket', async () => {
-      const policy = { limit: 1, window: WINDOW_MAX };
-      const prefix = uniquePrefix('e');
-      const onRedis = createLimiter({ policy, store: redisStore({ client, clock: () => NOW }), prefix, denyCache: false, timeout: 5000 });
-      const local = createLimiter({ policy, store: memoryStore({ clock: () => NOW }), prefix });
-      for (const l of [onRedis, local]) {
-        // On 878c679, adjust(+10000) was taken, and on Redis a second one wrapped the bucket's instant past 2^63 µs: full again.
-        await expect(l.adjust('k', 10_000)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
-        // A debt stops at 10000 days past a full refill (here 2 × 10000 days to a token), however many adjust.
-        for (let k = 1; k <= 30; k++) {
-          const d = await l.adjust('k', 1);
-          expect([d.source, d.allowed, d.remaining, d.retryAfterMs]).toEqual(['store', false, 0, Math.min(k, 2) * WINDOW_MAX]);
-          expectSane(d);
-        }
-        const denied = await l.consume('k');
-        expect([denied.allowed, denied.retryAfterMs]).toEqual([false, 2 * WINDOW_MAX]);
+      const l = differential({ client, policy: { limit: 1, window: WINDOW_MAX }, start: NOW });
+      // On 878c679, adjust(+10000) was taken, and on Redis a second one wrapped the bucket's instant past 2^63 µs: full again.
+      await expect(l.adjust('k', 10_000)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
+      // A debt stops at 10000 days past a full refill (here 2 × 10000 days to a token), however many adjust.
+      for (let k = 1; k <= 30; k++) {
+        const d = await l.adjust('k', 1);
+        expect([d.source, d.allowed, d.remaining, d.retryAfterMs]).toEqual(['store', false, 0, Math.min(k, 2) * WINDOW_MAX]);
+        expectSane(d);
       }
-      await onRedis.close();
+      const denied = await l.consume('k');
+      expect([denied.allowed, denied.retryAfterMs]).toEqual([false, 2 * WINDOW_MAX]);
+      await l.close();
     });
 
     test('an id recorded for the longest window (10000 days) is replayed, and the key lives that long', async () => {
-      const prefix = uniquePrefix('e');
+      const prefix = uniquePrefix();
       const l = createLimiter({
         policy: { limit: 2, window: WINDOW_MAX, algorithm: 'fixed-window' },
         store: redisStore({ client, clock: () => NOW }),
@@ -478,16 +452,13 @@ describe('issue 24: numbers at their edges', () => {
         { limit: LIMIT_MAX, window: 9 },
         { limit: LIMIT_MAX, window: WINDOW_MAX, algorithm: 'fixed-window' },
       ];
-      const prefix = uniquePrefix('e');
-      const onRedis = createLimiter({ policy, store: redisStore({ client, clock: () => NOW }), prefix, denyCache: false, timeout: 5000 });
-      const local = createLimiter({ policy, store: memoryStore({ clock: () => NOW }), prefix });
+      const both = differential({ client, policy, start: NOW });
       for (const cost of [1e-9, 0.001, 0.5, 2.25, LIMIT_MAX - 0.5, 1]) {
-        const [r, m] = [await onRedis.consume('k', { cost }), await local.consume('k', { cost })];
-        expect(r.source).toBe('store');
-        expectSane(r);
-        expect(plain(r)).toEqual(plain(m));
+        const d = await both.consume('k', { cost });
+        expect(d.source).toBe('store');
+        expectSane(d);
       }
-      await onRedis.close();
+      await both.close();
     });
   });
 });

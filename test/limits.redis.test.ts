@@ -4,19 +4,14 @@
 // while the store is down.
 import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
-import { createLimiter, type Decision, memoryStore, type PolicyInput, redisStore, type Store, type StoreReply } from '@sluice/core';
+import { createLimiter, type PolicyInput, redisStore } from '@sluice/core';
 import fc from 'fast-check';
 import Redis, { Cluster } from 'ioredis';
+import { differential } from './support/differential';
 import { freePort, type RedisCluster, sleep, startCluster, type startRedis, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
-const unique = () => uniquePrefix('l');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
-/** A Decision without its release function, so that two stores' decisions compare as values. */
-const plain = (d: Decision): Omit<Decision, 'release'> => {
-  const { release, ...rest } = d;
-  return { ...rest, ...(release ? { holds: true } : {}) } as Omit<Decision, 'release'>;
-};
 
 /** Polls `read` until it returns `want`, for at most `withinMs`; returns the last value read. */
 async function until<T>(read: () => Promise<T>, want: T, withinMs = 10_000): Promise<T> {
@@ -40,7 +35,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   it('the Lua and the memory store decide the same on random consumes, adjusts, ids and releases (property)', async () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('consume' as const), cost: fc.integer({ min: 1, max: 4 }) }),
-      fc.record({ kind: fc.constant('id' as const), id: fc.constantFrom('a', 'b', 'c'), cost: fc.integer({ min: 1, max: 3 }) }),
+      fc.record({ kind: fc.constant('consume' as const), id: fc.constantFrom('a', 'b', 'c'), cost: fc.integer({ min: 1, max: 3 }) }),
       fc.record({ kind: fc.constant('adjust' as const), delta: fc.integer({ min: -8, max: 8 }) }),
       fc.record({ kind: fc.constant('release' as const) }),
       fc.record({ kind: fc.constant('peek' as const) }),
@@ -56,52 +51,11 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
     });
     await fc.assert(
       fc.asyncProperty(rate, slots, fc.array(op, { maxLength: 30 }), async (policy, concurrent, ops) => {
-        let now = 1_700_000_000_000 + Math.floor(Math.random() * 1e9);
-        const clock = () => now;
-        const prefix = unique();
-        const replies: Array<StoreReply | undefined> = [undefined, undefined];
-        const recorded = (store: Store, i: number): Store => ({
-          local: store.local,
-          decide: async (request) => {
-            const reply = await store.decide(request);
-            replies[i] = reply;
-            return reply;
-          },
-          reset: (keys) => store.reset(keys),
-          close: () => store.close(),
-        });
-        const policies = concurrent ? [policy, concurrent] : [policy];
-        const limiters = [
-          createLimiter({ policy: policies, store: recorded(redisStore({ client, clock }), 0), prefix, denyCache: false, timeout: 5000 }),
-          createLimiter({ policy: policies, store: recorded(memoryStore({ clock }), 1), prefix }),
-        ];
-        const held: Decision[][] = [[], []];
-        for (const o of ops) {
-          if (o.kind === 'step') {
-            now += o.ms;
-            continue;
-          }
-          if (o.kind === 'id' && concurrent) continue;
-          // A cost above the capacity is refused before any store is asked (core.redis.test.ts covers it).
-          if ((o.kind === 'consume' || o.kind === 'id') && o.cost > ((policy as { burst?: number }).burst ?? policy.limit)) continue;
-          replies.fill(undefined);
-          const decisions = await Promise.all(
-            limiters.map(async (l, i) => {
-              if (o.kind === 'peek') return l.peek('k');
-              if (o.kind === 'adjust') return l.adjust('k', o.delta);
-              if (o.kind === 'release') {
-                await held[i]!.shift()?.release?.();
-                return l.peek('k');
-              }
-              const d = await l.consume('k', o.kind === 'id' ? { cost: o.cost, id: o.id } : { cost: o.cost });
-              if (d.release) held[i]!.push(d);
-              return d;
-            }),
-          );
-          expect(replies[0]).toBeDefined();
-          expect(replies[0]).toEqual(replies[1]);
-          expect(plain(decisions[0]!)).toEqual(plain(decisions[1]!));
-        }
+        const d = differential({ client, policy: concurrent ? [policy, concurrent] : [policy] });
+        // Refused before any store is asked, by both alike: a cost above the capacity (core.redis.test.ts
+        // covers it), an id on a limiter with a concurrent policy.
+        await d.run(ops, { refusals: ['ERR_SLUICE_COST', 'ERR_SLUICE_OPTION'] });
+        await d.close();
       }),
       {
         numRuns: 120,
@@ -111,9 +65,9 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
             { limit: 1, window: 1000, algorithm: 'token-bucket' },
             undefined,
             [
-              { kind: 'id', id: 'a', cost: 1 },
+              { kind: 'consume', id: 'a', cost: 1 },
               { kind: 'step', ms: 1000 },
-              { kind: 'id', id: 'a', cost: 1 },
+              { kind: 'consume', id: 'a', cost: 1 },
             ],
           ],
         ],
@@ -122,7 +76,12 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   });
 
   it('refunds under concurrency: 40 workers, each retrying until admitted and refunding when done, never more than the limit at once', async () => {
-    const limiter = createLimiter({ policy: { limit: 20, window: '1h' }, store: redisStore({ client }), prefix: unique(), timeout: 5000 });
+    const limiter = createLimiter({
+      policy: { limit: 20, window: '1h' },
+      store: redisStore({ client }),
+      prefix: uniquePrefix(),
+      timeout: 5000,
+    });
     let inFlight = 0;
     let most = 0;
     let admitted = 0;
@@ -151,7 +110,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   });
 
   it('one id from two clients at once charges once', async () => {
-    const prefix = unique();
+    const prefix = uniquePrefix();
     const other = new Redis(server.url);
     await new Promise((r) => other.once('ready', r));
     try {
@@ -175,7 +134,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   });
 
   it('an id replay is allowed even when the deny cache holds a denial for the key', async () => {
-    const limiter = createLimiter({ policy: '2/1h', store: redisStore({ client }), prefix: unique(), timeout: 5000 });
+    const limiter = createLimiter({ policy: '2/1h', store: redisStore({ client }), prefix: uniquePrefix(), timeout: 5000 });
     expect((await limiter.consume('k', { id: 'first' })).allowed).toBe(true);
     await limiter.consume('k');
     expect((await limiter.consume('k')).source).toBe('store');
@@ -188,7 +147,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
     const limiter = createLimiter({
       policy: ['1000/1h', { concurrent: 25 }],
       store: redisStore({ client }),
-      prefix: unique(),
+      prefix: uniquePrefix(),
       timeout: 5000,
     });
     const first = await Promise.all(Array.from({ length: 1000 }, () => limiter.consume('hot')));
@@ -203,7 +162,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
   });
 
   it('a killed process holding slots: they come back when their lease ends', async () => {
-    const prefix = unique();
+    const prefix = uniquePrefix();
     // Long enough that a busy machine still peeks before it ends; the wait for the end has no upper bound but the test's.
     const lease = 6000;
     const child: ChildProcess = fork(
@@ -232,7 +191,12 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
 
   it("while the store is down, failMode 'closed' counts slots in the local fallback; release gives them back there", async () => {
     const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-    const limiter = createLimiter({ policy: { concurrent: 2 }, store: redisStore({ client: dead }), breaker: false, prefix: unique() });
+    const limiter = createLimiter({
+      policy: { concurrent: 2 },
+      store: redisStore({ client: dead }),
+      breaker: false,
+      prefix: uniquePrefix(),
+    });
     const [a, b, c] = await Promise.all([limiter.consume('k'), limiter.consume('k'), limiter.consume('k')]);
     expect([a, b, c].map((d) => [d.allowed, d.source])).toEqual([
       [true, 'fallback'],
@@ -242,7 +206,12 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
     await a!.release!();
     expect((await limiter.consume('k')).allowed).toBe(true);
     // failMode 'open' holds nothing to give back.
-    const open = createLimiter({ policy: { concurrent: 1 }, store: redisStore({ client: dead }), failMode: 'open', prefix: unique() });
+    const open = createLimiter({
+      policy: { concurrent: 1 },
+      store: redisStore({ client: dead }),
+      failMode: 'open',
+      prefix: uniquePrefix(),
+    });
     const d = await open.consume('k');
     expect([d.allowed, d.source, d.release]).toEqual([true, 'fail-open', undefined]);
     dead.disconnect();
@@ -263,7 +232,7 @@ describe('adjust, ids and slots on a Redis Cluster', () => {
   });
 
   it('keys over many slots: ids, adjusts and slots stay in each key’s slot (no CROSSSLOT) and count alike', async () => {
-    const prefix = unique();
+    const prefix = uniquePrefix();
     const rate = createLimiter({ policy: ['5/1h', '50/1d'], store: redisStore({ client }), prefix, timeout: 5000 });
     const slots = createLimiter({
       policy: ['100/1h', { concurrent: 2 }],

@@ -1,10 +1,11 @@
 // Issue 13 on real Redis and real HTTP servers: per-request policies (plans) in the three adapters on the
 // memory store and on Redis, and calendar quotas decided by the script on the server's clock.
-import { createLimiter, type Decision, memoryStore, redisStore, type Store, type StoreReply } from '@sluice/core';
+import { createLimiter, memoryStore, redisStore } from '@sluice/core';
 import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { calendarArg } from '../packages/core/src/algorithms/calendar-periods';
 import { DECIDE_SCRIPT } from '../packages/core/src/lua.generated';
+import { differential } from './support/differential';
 import { type Harness, harnesses, parseRateLimit, parseRateLimitPolicy, type Running } from './support/http';
 import { type RedisServer, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
@@ -69,43 +70,14 @@ describe('calendar quotas in Lua', () => {
         fc.boolean(),
         fc.array(op, { maxLength: 25 }),
         async ([timeZone, anchor], offset, quota, withRate, ops) => {
-          let now = Date.parse(anchor) + offset;
-          const clock = () => now;
-          const policies = [{ ...quota, timeZone }, ...(withRate ? ['3/1h' as const] : [])];
-          const replies: Array<StoreReply | undefined> = [undefined, undefined];
-          const recorded = (store: Store, i: number): Store => ({
-            local: store.local,
-            decide: async (request) => (replies[i] = await store.decide(request)),
-            reset: (keys) => store.reset(keys),
-            close: () => store.close(),
+          const d = differential({
+            client,
+            policy: [{ ...quota, timeZone }, ...(withRate ? ['3/1h' as const] : [])],
+            start: Date.parse(anchor) + offset,
           });
-          const prefix = uniquePrefix('cal');
-          const inRedis = createLimiter({
-            policy: policies,
-            store: recorded(redisStore({ client, clock }), 0),
-            prefix,
-            denyCache: false,
-            timeout: 5000,
-          });
-          const inMemory = createLimiter({ policy: policies, store: recorded(memoryStore({ clock }), 1), prefix });
-          for (const o of ops) {
-            if (o.kind === 'step') {
-              now += o.ms;
-              continue;
-            }
-            const call = (l: typeof inRedis): Promise<Decision> => (o.kind === 'peek' ? l.peek('k') : l.consume('k', { cost: o.cost }));
-            replies.fill(undefined);
-            const [a, b] = await Promise.allSettled([call(inRedis), call(inMemory)]);
-            if (a.status === 'rejected') {
-              // A cost above the quota is refused before any store is asked, by both alike.
-              expect(a.reason.code).toBe('ERR_SLUICE_COST');
-              expect(b).toEqual(a);
-              continue;
-            }
-            expect(replies[0]).toBeDefined();
-            expect(replies[0]).toEqual(replies[1]);
-            expect(b).toEqual(a);
-          }
+          // A cost above the quota is refused before any store is asked, by both alike.
+          await d.run(ops, { refusals: ['ERR_SLUICE_COST'] });
+          await d.close();
         },
       ),
       { numRuns: 120 },
@@ -136,7 +108,7 @@ describe('calendar quotas in Lua', () => {
   });
 
   it('each quota key expires at its period end on the server clock, and the period end is resetMs', async () => {
-    const prefix = uniquePrefix('ttl');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({
       policy: ['5/day', '50/week', { limit: 500, window: 'month', timeZone: 'America/New_York' }],
       store: redisStore({ client }),
@@ -191,7 +163,7 @@ describe.each(harnesses)('$name: policy chosen from the request', (h: Harness) =
     ['Redis', () => redisStore({ client })],
   ])('on the %s store: each plan its own limits and headers; sync at app level, async on a route', async (_name, makeStore) => {
     const store = makeStore();
-    const prefix = uniquePrefix('plan');
+    const prefix = uniquePrefix();
     const app = await start({
       app: { store, prefix, timeout: 5000, key: keyOf, policy: planOf },
       routes: [
