@@ -13,6 +13,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
+import { startLoad } from './support/load';
 import {
   info,
   killMasterOf,
@@ -24,17 +25,8 @@ import {
   waitForPromotion,
 } from './support/redis';
 
-const unique = () => uniquePrefix('c');
 const TIMEOUT = 100;
 const MARGIN = 75;
-
-interface Call {
-  name: string;
-  start: number;
-  ms: number;
-  decision?: Decision;
-  error?: unknown;
-}
 
 describe('Redis Cluster fail-over under load', () => {
   let cluster: RedisCluster;
@@ -55,7 +47,7 @@ describe('Redis Cluster fail-over under load', () => {
     const events: Array<LimiterEvent & { at: number }> = [];
     const onEvent = (e: LimiterEvent) => events.push({ ...e, at: performance.now() });
     const store = redisStore({ client });
-    const prefixes = { open: unique(), closed: unique(), multi: unique() };
+    const prefixes = { open: uniquePrefix(), closed: uniquePrefix(), multi: uniquePrefix() };
     const limiters = {
       open: createLimiter({ policy: '100000/1h', store, failMode: 'open', timeout: TIMEOUT, prefix: prefixes.open, onEvent }),
       closed: createLimiter({ policy: '100000/1h', fallback: '40/1h', store, timeout: TIMEOUT, prefix: prefixes.closed, onEvent }),
@@ -68,23 +60,15 @@ describe('Redis Cluster fail-over under load', () => {
         onEvent,
       }),
     };
-    const calls: Call[] = [];
     const lag = monitorEventLoopDelay({ resolution: 10 });
     lag.enable();
-    let stop = false;
-    const worker = async (name: keyof typeof limiters) => {
-      while (!stop) {
-        const start = performance.now();
-        try {
-          const decision = await limiters[name].consume('busy');
-          calls.push({ name, start, ms: performance.now() - start, decision });
-        } catch (error) {
-          calls.push({ name, start, ms: performance.now() - start, error });
-        }
-        await sleep(5);
-      }
-    };
-    const workers = (['open', 'open', 'open', 'open', 'open', 'closed', 'closed', 'closed', 'multi', 'multi'] as const).map(worker);
+    // Ten callers: five on the open limiter, three on the closed one, two on the multi-policy one.
+    const load = startLoad(
+      (['open', 'open', 'open', 'open', 'open', 'closed', 'closed', 'closed', 'multi', 'multi'] as const).map(
+        (name) => [name, () => limiters[name].consume('busy')] as const,
+      ),
+    );
+    const { calls } = load;
     let killedAt = 0;
     let promotedAt = 0;
     let owner = 0;
@@ -97,15 +81,14 @@ describe('Redis Cluster fail-over under load', () => {
       expect(killed.replicas).toContain(owner);
       await sleep(1500);
     } finally {
-      stop = true;
-      await Promise.all(workers);
+      await load.stop();
       lag.disable();
     }
 
     // No call threw, and every one answered within the timeout and a small margin, plus the worst
     // event-loop delay seen (time this process was starved of CPU by the rest of the machine; a call
     // held by a dead node waits on a timer, which this does not count).
-    expect(calls.filter((c) => c.error !== undefined).map((c) => String(c.error))).toEqual([]);
+    expect(load.errors().map(String)).toEqual([]);
     const slowest = calls.reduce((a, c) => (c.ms > a.ms ? c : a));
     if (slowest.ms > TIMEOUT + MARGIN + lag.max / 1e6) {
       throw new Error(`a call took ${slowest.ms.toFixed(0)} ms (${slowest.name}); event loop lag max ${(lag.max / 1e6).toFixed(0)} ms`);
@@ -113,7 +96,7 @@ describe('Redis Cluster fail-over under load', () => {
 
     // During the fail-over: the fail mode answers. Open allows; closed admits at most its fallback.
     const during = calls.filter((c) => c.start > killedAt + 50 && c.start + c.ms < promotedAt - 50);
-    const by = (name: string, cs: Call[]) => cs.filter((c) => c.name === name).map((c) => c.decision as Decision);
+    const by = (name: keyof typeof limiters, cs: typeof calls) => load.decisions(name, cs);
     expect(by('open', during).length).toBeGreaterThan(20);
     expect(by('open', during).every((d) => d.allowed && (d.source === 'fail-open' || d.source === 'store'))).toBe(true);
     expect(by('open', during).filter((d) => d.source === 'fail-open').length).toBeGreaterThan(0);
@@ -123,7 +106,7 @@ describe('Redis Cluster fail-over under load', () => {
 
     // After the promotion: the store decides again, for every limiter, with no store error.
     const after = calls.filter((c) => c.start > promotedAt + 1000);
-    for (const name of ['open', 'closed']) {
+    for (const name of ['open', 'closed'] as const) {
       expect(by(name, after).length).toBeGreaterThan(10);
       expect(by(name, after).every((d) => d.source === 'store')).toBe(true);
     }
@@ -131,7 +114,7 @@ describe('Redis Cluster fail-over under load', () => {
     expect(by('multi', after).some((d) => d.source === 'store')).toBe(true);
     const firstStore = calls.find((c) => c.start > killedAt && c.decision?.source === 'store' && c.name === 'open');
     expect(firstStore).toBeDefined();
-    expect((firstStore as Call).start - promotedAt).toBeLessThan(1000);
+    expect(firstStore!.start - promotedAt).toBeLessThan(1000);
     expect(events.filter((e) => e.type === 'store-error' && e.at > promotedAt + 1000)).toEqual([]);
 
     // Store errors carry type, key, error and latency; each breaker opened and closed around the fail-over.
