@@ -5,7 +5,7 @@ import type { Attempt } from './attempt.js';
 import { type Decision, toDecision } from './decision.js';
 import { badOption } from './errors.js';
 import type { FailModeOf } from './fail-mode.js';
-import { keyTag, shardTag, storeKey } from './keys.js';
+import { keyTag, requestKeys, shardTag } from './keys.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
 import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy.js';
 import type { PolicySet } from './policy-set.js';
@@ -33,7 +33,7 @@ export function createAdjust(o: {
 }): Adjust {
   const { options, storeCall, reportError, failMode, setOf, forgetDenials } = o;
   const { prefix, clock } = options;
-  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  const keysOf = (tag: string, ps: readonly Policy[]) => requestKeys(prefix, tag, ps);
 
   /** The rate policies of `policies`, the ones an adjustment moves: found once per list. */
   const rates = new WeakMap<readonly Policy[], readonly Policy[]>();

@@ -1,7 +1,7 @@
 // The fail mode: the decision when the store cannot answer (an error, a timeout, the breaker open).
 import type { Attempt } from './attempt.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
-import { fallbackTag, idKey, storeKey } from './keys.js';
+import { fallbackTag, requestKeys } from './keys.js';
 import type { FailMode } from './limiter-options.js';
 import { isConcurrent, type Policy } from './policy.js';
 import { longestWindow, type PolicySet } from './policy-set.js';
@@ -24,7 +24,7 @@ export function createFailMode(
   local: Store | undefined,
   emit: (type: 'fail-open' | 'fallback', key: string) => void,
 ): FailModeOf {
-  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  const keysOf = (tag: string, ps: readonly Policy[]) => requestKeys(prefix, tag, ps);
   async function adjust(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
     if (mode === 'open' || local === undefined) return failOpenDecision(ps);
     const fps = set.fallback.filter((p) => !isConcurrent(p));
@@ -42,14 +42,12 @@ export function createFailMode(
   const closed = async (attempt: Attempt) => {
     const { fallback } = attempt.set;
     const tag = fallbackTag(attempt.tag);
-    const keys = keysOf(tag, fallback);
-    const request: StoreRequest = { keys, policies: fallback, cost: attempt.cost, peek: attempt.peek };
     // The local tier counts slots and ids as the store does, under the fallback tag.
+    const id = attempt.peek ? undefined : attempt.id;
+    const keys = requestKeys(prefix, tag, fallback, id);
+    const request: StoreRequest = { keys, policies: fallback, cost: attempt.cost, peek: attempt.peek };
     if (!attempt.peek && fallback.some(isConcurrent)) request.slot = attempt.slot;
-    if (attempt.id !== undefined && !attempt.peek) {
-      keys.push(idKey(prefix, tag, attempt.id));
-      request.idTtlMs = longestWindow(fallback);
-    }
+    if (id !== undefined) request.idTtlMs = longestWindow(fallback);
     const reply = await (local as Store).decide(request);
     emit('fallback', attempt.key);
     return toDecision(fallback, reply, 'fallback');

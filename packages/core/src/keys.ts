@@ -49,6 +49,16 @@ export function storeKey(prefix: string, tag: string, policyId: string): string 
 }
 
 /**
+ * The keys of one request for `tag`: each policy's counters (storeKey), then the id's record when an
+ * idempotent consume has one (idKey). Every key a request sends is built here.
+ */
+export function requestKeys(prefix: string, tag: string, policies: readonly { id: string }[], id?: string): string[] {
+  const keys = policies.map((p) => storeKey(prefix, tag, p.id));
+  if (id !== undefined) keys.push(idKey(prefix, tag, id));
+  return keys;
+}
+
+/**
  * The record of an idempotent consume's `id` for a key: in the key's hash tag, so in its Cluster slot,
  * beside its counters (a policy id never starts with 'id:'). The id is tagged as a key is (keyTag), so
  * any string is an id and a long one takes bounded space.

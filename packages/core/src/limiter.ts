@@ -17,7 +17,7 @@ import { DenyCache } from './deny-cache.js';
 import { badOption, describe, SluiceError } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
-import { fallbackTag, idKey, keyTag, scopedKey, shardTag, storeKey } from './keys.js';
+import { fallbackTag, keyTag, requestKeys, scopedKey, shardTag } from './keys.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
 import { checkNames, ownCopy } from './options.js';
@@ -118,7 +118,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     emit(key === undefined ? { type: 'store-error', error, latencyMs } : { type: 'store-error', key, error, latencyMs });
   const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
-  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  const keysOf = (tag: string, ps: readonly Policy[]) => requestKeys(prefix, tag, ps);
 
   // Concurrent slots, per policy set that has any (made when first used).
   const slotsBySet = new WeakMap<PolicySet, Slots>();
@@ -179,12 +179,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
     }
     const ps = shards.policies[shard] as readonly Policy[];
-    const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: attempt.cost, peek: attempt.peek };
+    const request: StoreRequest = { keys: requestKeys(prefix, tag, ps, attempt.id), policies: ps, cost: attempt.cost, peek: attempt.peek };
     if (set.hasSlots && !attempt.peek) request.slot = attempt.slot;
-    if (attempt.id !== undefined) {
-      (request.keys as string[]).push(idKey(prefix, tag, attempt.id));
-      request.idTtlMs = set.idTtlMs;
-    }
+    if (attempt.id !== undefined) request.idTtlMs = set.idTtlMs;
     const answer = (reply: StoreReply): Decision => {
       const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, request.keys);
       if (reply.allowed && !attempt.peek) decision.adjust = adjust.of(attempt, shard, 'store');

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt } from './attempt.js';
 import type { Decision } from './decision.js';
-import { fallbackTag, storeKey } from './keys.js';
+import { fallbackTag, requestKeys } from './keys.js';
 import { isConcurrent, type Policy } from './policy.js';
 import type { Store, StoreRequest } from './store.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
@@ -42,7 +42,7 @@ export function createSlots(o: {
   const { prefix, local, storeCall, clock, reportError } = o;
   const inStore = o.policies.filter(isConcurrent);
   const inFallback = local === undefined ? [] : o.fallback.filter(isConcurrent);
-  const keysOf = (tag: string, ps: readonly Policy[]) => ps.map((p) => storeKey(prefix, tag, p.id));
+  const keysOf = (tag: string, ps: readonly Policy[]) => requestKeys(prefix, tag, ps);
   // Where the concurrent policies' keys sit among a store request's (the set's policies, in order).
   const at = o.policies.flatMap((p, i) => (isConcurrent(p) ? [i] : []));
   const slotKeys = (taken: readonly string[]) => (at.length === taken.length ? taken : at.map((i) => taken[i] as string));
