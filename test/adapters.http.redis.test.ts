@@ -19,7 +19,7 @@ import {
   type Running,
   type StartOptions,
 } from './support/http';
-import { type RedisServer, startRedis } from './support/redis';
+import { type RedisServer, startRedis, uniquePrefix } from './support/redis';
 
 let server: RedisServer;
 let client: Redis;
@@ -44,9 +44,6 @@ afterAll(async () => {
   await server.stop();
 });
 
-let counter = 0;
-/** A key namespace of the test's own, so no two tests (or runs) share a counter. */
-const unique = () => `ad${process.pid}x${Date.now().toString(36)}x${counter++}`;
 /** Decisions the store did not make (timeouts, fallbacks): a test that saw one did not test Redis. */
 const offStore: string[] = [];
 const OFF_STORE = new Set(['store-error', 'breaker-open', 'fallback', 'fail-open']);
@@ -56,7 +53,7 @@ const OFF_STORE = new Set(['store-error', 'breaker-open', 'fallback', 'fail-open
  */
 const fresh = () => ({
   store,
-  prefix: unique(),
+  prefix: uniquePrefix(),
   timeout: 2000,
   onEvent: (e: { type: string; error?: Error }) => {
     if (OFF_STORE.has(e.type)) offStore.push(`${e.type}${e.error ? `: ${e.error.message}` : ''}`);

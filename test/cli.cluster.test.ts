@@ -33,7 +33,7 @@ describe('sluice --cluster', () => {
   });
 
   it('inspects and resets a key from any node of the cluster', async () => {
-    const prefix = uniquePrefix('cc');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: ['5/1m', '100/1h'], store: redisStore({ client }) });
     for (let i = 0; i < 3; i++) await limiter.consume('user:7');
     const common = ['user:7', '--cluster', '--prefix', prefix, '--policy', '5/1m', '--policy', '100/1h'];

@@ -50,7 +50,7 @@ describe('sluice (the built command)', () => {
   });
 
   it('inspects a limiter key with several policies (a peek: twice the same), and resets it', async () => {
-    const prefix = uniquePrefix('c');
+    const prefix = uniquePrefix();
     const policies = ['3/1m', '{"limit":100,"window":"1h","algorithm":"sliding-window"}'];
     const limiter = createLimiter({
       prefix,
@@ -76,7 +76,7 @@ describe('sluice (the built command)', () => {
   });
 
   it('with --shards, inspects and resets every shard of a split key', async () => {
-    const prefix = uniquePrefix('cs');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '40/1m', shards: 4, store: redisStore({ client }) });
     for (let i = 0; i < 24; i++) await limiter.consume('hot');
     expect((await client.keys(`${prefix}:*`)).length).toBeGreaterThan(1);
@@ -94,7 +94,7 @@ describe('sluice (the built command)', () => {
   const appCount = { express: 4, fastify: 2, koa: 4 } as const; // Fastify's route options replace the app's
   describe.each(harnesses)('keys written by $name', (harness) => {
     it('inspects the app-level and the route counters of a client IP, and a reset lets it in again', async () => {
-      const [appPrefix, routePrefix] = [uniquePrefix('ca'), uniquePrefix('cr')];
+      const [appPrefix, routePrefix] = [uniquePrefix(), uniquePrefix()];
       const store = redisStore({ client });
       const app = await harness.start({
         app: { policy: '10/1m', store, prefix: appPrefix },

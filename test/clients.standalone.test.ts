@@ -15,7 +15,6 @@ const cli = async (port: number, ...args: string[]) =>
 /** Script calls the server has run since it started (each restart starts it empty). */
 const scriptCalls = async (port: number) =>
   [...(await cli(port, 'INFO', 'commandstats')).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-const unique = () => uniquePrefix('cl');
 
 let server: RedisServer;
 beforeAll(async () => {
@@ -40,7 +39,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       policy: ['20/1h', { limit: 25, window: '1m', algorithm: 'sliding-log' }],
       store: redisStore({ client }),
       timeout: 5000,
-      prefix: unique(),
+      prefix: uniquePrefix(),
     });
     const keys = Array.from({ length: 8 }, (_, i) => `k${i}`);
     const decisions = await Promise.all(
@@ -60,7 +59,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       policy: '10/1h',
       store: redisStore({ client }),
       timeout: 5000,
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     expect((await limiter.consume('k')).remaining).toBe(9);
@@ -79,7 +78,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       policy: '10/1h',
       store: redisStore({ client: t.client }),
       timeout: 2000, // far above a local connect, even on a busy machine: the calls must wait, not time out
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
@@ -96,7 +95,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       policy: '10/1h',
       store: redisStore({ client: t.client }),
       timeout: 2000,
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     expect((await limiter.consume('k')).source).toBe('store');
@@ -124,7 +123,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
         store: redisStore({ client: t.client }),
         failMode: 'open',
         timeout: 200,
-        prefix: unique(),
+        prefix: uniquePrefix(),
         onEvent: (e) => events.push(e),
       });
       const before = await Promise.all(Array.from({ length: 12 }, () => limiter.consume('k')));
@@ -153,7 +152,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
         failMode: 'open',
         breaker: false,
         timeout,
-        prefix: unique(),
+        prefix: uniquePrefix(),
         onEvent: (e) => events.push(e),
       });
       const started = performance.now();
@@ -184,7 +183,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       failMode: 'open',
       breaker: false,
       timeout: 100,
-      prefix: unique(),
+      prefix: uniquePrefix(),
     });
     expect((await limiter.peek('k')).source).toBe('store');
     await server.kill();
@@ -207,7 +206,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       failMode: 'open',
       breaker: false,
       timeout: 100,
-      prefix: unique(),
+      prefix: uniquePrefix(),
     });
     expect((await limiter.peek('k')).source).toBe('store');
     const pid = Number(/process_id:(\d+)/.exec(await cli(server.port, 'INFO', 'server'))?.[1]);
@@ -235,7 +234,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       failMode: 'open',
       breaker: false,
       timeout,
-      prefix: unique(),
+      prefix: uniquePrefix(),
     });
     expect((await limiter.consume('warm')).source).toBe('store');
     server.pause();
@@ -258,7 +257,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
       store: redisStore({ client: t.client }),
       timeout: 100,
       breaker: { failures: 3, cooldown: 1500 },
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     await server.kill();

@@ -4,7 +4,6 @@ import { createLimiter, redisStore } from '@sluice/core';
 import { Cluster } from 'ioredis';
 import { type RedisCluster, type RedisServer, startCluster, startRedis, uniquePrefix } from './support/redis';
 
-const unique = () => uniquePrefix('x');
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
 
 function child(
@@ -32,7 +31,7 @@ describe('exact under concurrency', () => {
   afterAll(() => server.stop());
 
   it.each(ALGORITHMS)('%s: 4 processes firing 250 concurrent consumes each at one key with 100/1h admit exactly 100', async (algorithm) => {
-    const prefix = unique();
+    const prefix = uniquePrefix();
     const children = Array.from({ length: 4 }, () => child(server.port, prefix, algorithm));
     await Promise.all(children.map((c) => c.ready));
     for (const c of children) c.proc.send('go');
@@ -53,7 +52,7 @@ describe('odd keys on a Redis Cluster', () => {
     const client = new Cluster(cluster.startupNodes());
     await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
-      const prefix = unique();
+      const prefix = uniquePrefix();
       const keys = ['plain', 'GET /login|::1', 'ünïcødé 🚦', 'x'.repeat(10_240), '{tag}', 'a}b{', 'cr\rlf\n', '#abc', 'a~1', '\ud800'];
       const limiter = createLimiter({ policy: ['1/1h', '5/1d'], store: redisStore({ client }), prefix, timeout: 5000 });
       // The one key refused: an empty key would count every such caller in one shared bucket.

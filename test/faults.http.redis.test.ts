@@ -18,7 +18,6 @@ import Redis from 'ioredis';
 import Koa from 'koa';
 import { type RedisServer, sleep, startRedis, uniquePrefix } from './support/redis';
 
-const unique = () => uniquePrefix('h');
 const TIMEOUT = 100;
 // Beyond the timeout, what a request may take on a machine whose two cores are busy with other work (a
 // request that hung on the store, as in an offline queue, would take seconds). Measured: up to 40 ms over
@@ -59,8 +58,8 @@ async function build(framework: Framework, store: Store): Promise<App> {
   const onEvent = (e: LimiterEvent) => {
     events.push(e);
   };
-  const open = { policy: '100000/1h' as const, store, failMode: 'open' as const, timeout: TIMEOUT, prefix: unique(), onEvent };
-  const closed = { policy: '1000/1h' as const, fallback: `${FALLBACK}/1h` as const, failMode: 'closed' as const, prefix: unique() };
+  const open = { policy: '100000/1h' as const, store, failMode: 'open' as const, timeout: TIMEOUT, prefix: uniquePrefix(), onEvent };
+  const closed = { policy: '1000/1h' as const, fallback: `${FALLBACK}/1h` as const, failMode: 'closed' as const, prefix: uniquePrefix() };
   if (framework === 'express') {
     const app = express();
     app.use((req, res, next) => {

@@ -6,8 +6,6 @@ import Redis, { type RedisOptions } from 'ioredis';
 import { type FaultProxy, startFaultProxy } from './support/fault-proxy';
 import { type RedisServer, scriptCalls, sleep, startServer, uniquePrefix } from './support/redis';
 
-const unique = () => uniquePrefix('fp');
-
 async function ready(client: Redis): Promise<void> {
   if (client.status !== 'ready') await new Promise((r) => client.once('ready', r));
 }
@@ -71,8 +69,8 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     const client = await viaProxy();
     const store = redisStore({ client });
     // No breaker: every call is to meet the deadline itself, not a breaker opened by the first ones.
-    const open = createLimiter({ policy: '1000/1h', store, failMode: 'open', timeout, breaker: false, prefix: unique() });
-    const closed = createLimiter({ policy: '1000/1h', fallback: '5/1h', store, timeout, breaker: false, prefix: unique() });
+    const open = createLimiter({ policy: '1000/1h', store, failMode: 'open', timeout, breaker: false, prefix: uniquePrefix() });
+    const closed = createLimiter({ policy: '1000/1h', fallback: '5/1h', store, timeout, breaker: false, prefix: uniquePrefix() });
     expect((await open.consume('warm')).source).toBe('store');
     proxy.latency(timeout + 10);
     // A deadline fails its call only after the next poll for I/O, so that a reply which arrived while
@@ -118,7 +116,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
       timeout: 1000,
       // Every decision from the store itself, denials included.
       denyCache: false,
-      prefix: unique(),
+      prefix: uniquePrefix(),
     });
     expect((await limiter.consume('warm')).source).toBe('store');
     // 20 to 80 ms per reply: 920 ms from the timeout, room for a machine that stalls.
@@ -151,7 +149,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     const client = await viaProxy(options);
     const timeout = 1500;
     const policy = '1000/1h' as const;
-    const prefix = unique();
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ policy, store: redisStore({ client, maxBatch: 8 }), timeout, breaker: false, prefix });
     expect((await limiter.consume('warm')).source).toBe('store');
     // Replies 300 ms late, requests on time: Redis runs every call at once, its answers are on the way.
@@ -204,7 +202,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
       store: redisStore({ client }),
       timeout,
       breaker: { failures: 3, cooldown: 300 },
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     expect((await limiter.consume('k')).source).toBe('store');

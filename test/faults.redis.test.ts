@@ -6,7 +6,6 @@ import Redis from 'ioredis';
 import { scriptCalls, sleep, startRedis, uniquePrefix } from './support/redis';
 
 type Server = Awaited<ReturnType<typeof startRedis>>;
-const unique = () => uniquePrefix('f');
 
 async function evalCalls(port: number): Promise<number> {
   const admin = new Redis({ port, lazyConnect: true });
@@ -36,8 +35,8 @@ describe('store faults', () => {
 
   skipOwn('paused Redis: 200 concurrent calls answer within timeout + 50 ms; open allows, closed admits at most its fallback', async () => {
     const timeout = 100;
-    const open = createLimiter({ policy: '1000/1h', store: redisStore({ client }), failMode: 'open', timeout, prefix: unique() });
-    const closed = createLimiter({ policy: '1000/1h', fallback: '20/1h', store: redisStore({ client }), timeout, prefix: unique() });
+    const open = createLimiter({ policy: '1000/1h', store: redisStore({ client }), failMode: 'open', timeout, prefix: uniquePrefix() });
+    const closed = createLimiter({ policy: '1000/1h', fallback: '20/1h', store: redisStore({ client }), timeout, prefix: uniquePrefix() });
     expect((await open.consume('warm')).source).toBe('store');
     server.pause();
     try {
@@ -60,7 +59,7 @@ describe('store faults', () => {
   });
 
   skipOwn('killed then restarted Redis: fallback during the outage, the store again within 1 s of the restart', async () => {
-    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 50, prefix: unique() });
+    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 50, prefix: uniquePrefix() });
     expect((await limiter.consume('k')).source).toBe('store');
     await server.kill();
     const during = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('k')));
@@ -88,7 +87,7 @@ describe('store faults', () => {
         failMode: 'open',
         breaker: false,
         timeout: 50,
-        prefix: unique(),
+        prefix: uniquePrefix(),
       });
       expect((await limiter.peek('k')).source).toBe('store');
       await server.kill();
@@ -107,7 +106,7 @@ describe('store faults', () => {
   });
 
   skipOwn('with two script calls in flight, later decisions wait and then go together in one call', async () => {
-    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 2000, prefix: unique() });
+    const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 2000, prefix: uniquePrefix() });
     expect((await limiter.consume('warm')).source).toBe('store');
     const before = await evalCalls(server.port);
     server.pause(); // the first two calls stay in flight
@@ -135,7 +134,7 @@ describe('store faults', () => {
       store: redisStore({ client }),
       timeout: 50,
       breaker: { failures: 3, cooldown: 1500 },
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     await server.kill();
@@ -165,7 +164,7 @@ describe('store faults', () => {
     };
     const store = redisStore({ client });
     const breaker = { failures: 2, cooldown: 300 };
-    const [a, b, c] = [unique(), unique(), unique()];
+    const [a, b, c] = [uniquePrefix(), uniquePrefix(), uniquePrefix()];
     const limiters = [a, b, c].map((prefix) => createLimiter({ policy: '1000/1h', store, timeout: 50, breaker, prefix, onEvent }));
     await server.kill();
     // Until an attempt to reconnect has failed, calls wait and do not count (see the breaker test above).
@@ -189,7 +188,7 @@ describe('store faults', () => {
     const child = new Promise<{ code: number | null; out: string }>((resolve) => {
       const p = execFile(
         process.execPath,
-        [join(__dirname, 'consumers', 'flap-child.cjs'), String(server.port)],
+        [join(__dirname, 'consumers', 'flap-child.cjs'), String(server.port), uniquePrefix()],
         { timeout: 20_000 },
         (_e, out) => resolve({ code: p.exitCode, out }),
       );

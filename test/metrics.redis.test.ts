@@ -29,7 +29,7 @@ describe('metrics through a Redis outage', () => {
   it('times only the decisions the store answered, not the deny cache', async () => {
     const register = new Registry();
     const prom = prometheusMetrics({ register });
-    const prefix = uniquePrefix('md');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '2/1m', store: redisStore({ client }), timeout: 1000 });
     try {
       const sources = [];
@@ -55,7 +55,7 @@ describe('metrics through a Redis outage', () => {
     const reader = new OnDemandReader();
     const provider = new MeterProvider({ readers: [reader] });
     const otel = openTelemetryMetrics({ meter: provider.getMeter('test') });
-    const prefix = uniquePrefix('mr');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({
       prefix,
       policy: '1000/1h',

@@ -55,7 +55,7 @@ describe('prometheusMetrics', () => {
   afterEach(() => stop());
 
   it('counts each decision by prefix, binding policy, outcome and source, and never labels the key', async () => {
-    const prefix = uniquePrefix('pm');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: [{ limit: 3, window: '1m', name: 'burst' }, '50/1h'] });
     const key = 'customer-7f3a9c';
     const decisions: Decision[] = [];
@@ -77,7 +77,7 @@ describe('prometheusMetrics', () => {
   });
 
   it('observes the duration of store decisions in seconds and starts the breaker gauge at 0', async () => {
-    const prefix = uniquePrefix('pd');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '100/1m' });
     const n = 7;
     for (let i = 0; i < n; i++) await limiter.consume(`k${i}`);
@@ -92,7 +92,7 @@ describe('prometheusMetrics', () => {
   });
 
   it('counts a peek, and a shadow-mode denial as denied', async () => {
-    const prefix = uniquePrefix('ps');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '2/1m', shadow: true });
     const decisions = [];
     for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('k'));
@@ -106,7 +106,7 @@ describe('prometheusMetrics', () => {
   });
 
   it('counts each decision once however often it is scraped, and register.resetMetrics() resets it', async () => {
-    const prefix = uniquePrefix('pr');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '100/1m' });
     await limiter.consume('k');
     await limiter.consume('k');
@@ -120,7 +120,7 @@ describe('prometheusMetrics', () => {
   });
 
   it('stop() unsubscribes and leaves the registry, so the same registry can take a new one', async () => {
-    const prefix = uniquePrefix('pt');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '100/1m' });
     await limiter.consume('k');
     expect(await promCount(register, { prefix })).toBe(1);
@@ -172,7 +172,7 @@ describe('openTelemetryMetrics', () => {
   });
 
   it('records decisions, store durations in seconds and the breaker gauge, with no key attribute', async () => {
-    const prefix = uniquePrefix('om');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: { limit: 2, window: '1m', name: 'two' } });
     const decisions: Decision[] = [];
     for (let i = 0; i < 5; i++) decisions.push(await limiter.consume('secret-key-42'));
@@ -202,7 +202,7 @@ describe('openTelemetryMetrics', () => {
   });
 
   it('reports cumulative totals at each collection; stop() unsubscribes and stops counting', async () => {
-    const prefix = uniquePrefix('ot');
+    const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: '100/1m' });
     const total = async () =>
       otelPoints((await reader.collect()).resourceMetrics, 'sluice_decisions_total', prefix).reduce((s, p) => s + Number(p.value), 0);
@@ -241,7 +241,7 @@ describe('issue 24: metrics stay bounded', () => {
     const register = new Registry();
     const metrics = prometheusMetrics({ register });
     try {
-      const prefix = uniquePrefix('pb');
+      const prefix = uniquePrefix();
       await decideUnderDistinctPolicies(prefix);
       const text = await register.metrics();
       const series = text.split('\n').filter((line) => line.startsWith('sluice_decisions_total{') && line.includes(`prefix="${prefix}"`));
@@ -262,7 +262,7 @@ describe('issue 24: metrics stay bounded', () => {
     const provider = new MeterProvider({ readers: [reader] });
     const metrics = openTelemetryMetrics({ meter: provider.getMeter('bounded') });
     try {
-      const prefix = uniquePrefix('ob');
+      const prefix = uniquePrefix();
       await decideUnderDistinctPolicies(prefix);
       const points = otelPoints((await reader.collect()).resourceMetrics, 'sluice_decisions_total', prefix);
       expect(points.length).toBeLessThanOrEqual(101);
@@ -279,7 +279,7 @@ describe('issue 24: metrics stay bounded', () => {
     const register = new Registry();
     const metrics = prometheusMetrics({ register, maxPolicies: 2 });
     try {
-      const [a, b] = [uniquePrefix('pa'), uniquePrefix('pb')];
+      const [a, b] = [uniquePrefix(), uniquePrefix()];
       for (const prefix of [a, b]) {
         const limiter = createLimiter({ prefix, policy: '100/1m' });
         for (const name of ['x', 'y', 'z', 'w', 'x']) await limiter.consume('k', { policy: { limit: 100, window: '1m', name } });

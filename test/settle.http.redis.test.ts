@@ -176,7 +176,7 @@ describe.each<Name>(['express', 'fastify', 'koa'])('%s: settle, refunds and slot
     limiter = createLimiter({
       policy: policy as never,
       store: redisStore({ client }),
-      prefix: uniquePrefix('h'),
+      prefix: uniquePrefix(),
       timeout: 5000,
       onEvent: (e) => events.push(e),
     });

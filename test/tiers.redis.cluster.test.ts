@@ -6,8 +6,6 @@ import Redis, { Cluster } from 'ioredis';
 import { scriptCalls, startCluster, type startRedis, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
-const unique = () => uniquePrefix('t');
-
 describe('deny cache, prefilter and shadow on standalone Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   let client: Redis;
@@ -32,8 +30,8 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
           { limit: limit * 3, window: 10_000, algorithm: alg },
         ];
         const store = redisStore({ client, clock });
-        const cached = createLimiter({ policy, store, clock, prefix: unique() });
-        const plain = createLimiter({ policy, store, clock, prefix: unique(), denyCache: false });
+        const cached = createLimiter({ policy, store, clock, prefix: uniquePrefix() });
+        const plain = createLimiter({ policy, store, clock, prefix: uniquePrefix(), denyCache: false });
         for (const o of ops) {
           if (o.kind === 'step') now += o.ms;
           else if (o.kind === 'reset') await Promise.all([cached.reset('k'), plain.reset('k')]);
@@ -55,7 +53,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
     ['without it', false, 1],
   ])('a flood at 10x the limit, %s: script calls per request', async (_name, denyCache, most) => {
     // A day's window: no token comes back during the flood, however slow a busy machine makes it.
-    const limiter = createLimiter({ policy: '100/1d', store: redisStore({ client }), denyCache, prefix: unique() });
+    const limiter = createLimiter({ policy: '100/1d', store: redisStore({ client }), denyCache, prefix: uniquePrefix() });
     await client.config('RESETSTAT');
     // 100 admitted, then 1,000 more: the flood runs at 10x the limit.
     let denied = 0;
@@ -78,7 +76,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
       const out = await new Promise<string>((resolve, reject) =>
         execFile(
           process.execPath,
-          [join(__dirname, 'consumers', 'flood-child.cjs'), String(server.port), unique(), String(denyCache), '64', '6000'],
+          [join(__dirname, 'consumers', 'flood-child.cjs'), String(server.port), uniquePrefix(), String(denyCache), '64', '6000'],
           { timeout: 25_000 },
           (error, stdout) => (error ? reject(error) : resolve(stdout)),
         ),
@@ -101,7 +99,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
   );
 
   it('the prefilter sheds a flood before it reaches Redis', async () => {
-    const limiter = createLimiter({ policy: '1000/1h', prefilter: '10/1h', store: redisStore({ client }), prefix: unique() });
+    const limiter = createLimiter({ policy: '1000/1h', prefilter: '10/1h', store: redisStore({ client }), prefix: uniquePrefix() });
     await client.config('RESETSTAT');
     const decisions: Decision[] = [];
     for (let i = 0; i < 200; i++) decisions.push(await limiter.consume('flood'));
@@ -116,7 +114,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
       policy: '5/1h',
       shadow: true,
       store: redisStore({ client }),
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
@@ -132,7 +130,7 @@ describe('deny cache, prefilter and shadow on standalone Redis', () => {
       prefilter: '8/1h',
       shadow: true,
       store: redisStore({ client }),
-      prefix: unique(),
+      prefix: uniquePrefix(),
       onEvent: (e) => events.push(e),
     });
     const decisions: Decision[] = [];
@@ -202,13 +200,13 @@ describe('shards on a Redis Cluster', () => {
   }
 
   it('without shards, one hot key lands on one master only', async () => {
-    const { result, calls } = await perMaster(() => fire(unique(), Date.now(), 1));
+    const { result, calls } = await perMaster(() => fire(uniquePrefix(), Date.now(), 1));
     expect(result).toBe(1000);
     expect(calls.filter((c) => c > 0)).toHaveLength(1);
   });
 
   it('shards: 8 spread one hot key over every master, and 4 processes firing at once at 1000/1h admit between 970 and 1000', async () => {
-    const prefix = unique();
+    const prefix = uniquePrefix();
     // Each process connects first, then all fire at the same moment.
     const startAt = Date.now() + 3000;
     const { result, calls } = await perMaster(() => Promise.all([0, 1, 2, 3].map(() => fire(prefix, startAt, 8))));
@@ -228,7 +226,7 @@ describe('shards on a Redis Cluster', () => {
         policy: ['100/1m', '1000/1h'],
         shards: 4,
         store: redisStore({ client }),
-        prefix: unique(),
+        prefix: uniquePrefix(),
         timeout: 2000,
       });
       const decisions: Decision[] = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('tenant')));
@@ -246,7 +244,7 @@ describe('shards on a Redis Cluster', () => {
     const client = new Cluster(cluster.startupNodes());
     await new Promise((r) => client.once('ready', r)); // the store refuses calls made before the first connect
     try {
-      const limiter = createLimiter({ shards: 4, store: redisStore({ client }), prefix: unique(), timeout: 2000 });
+      const limiter = createLimiter({ shards: 4, store: redisStore({ client }), prefix: uniquePrefix(), timeout: 2000 });
       const free = ['50/1m', { limit: 40, window: 'day', timeZone: 'Europe/Berlin' }] as const;
       const pro = ['500/1m', '200/month'] as const;
       const [a, b] = await Promise.all([

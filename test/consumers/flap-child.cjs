@@ -5,7 +5,13 @@ const Redis = require('ioredis');
 
 const client = new Redis({ port: Number(process.argv[2]), retryStrategy: () => 20 });
 client.on('error', () => {});
-const limiter = createLimiter({ policy: '100000/1h', store: redisStore({ client }), timeout: 50, breaker: { failures: 3, cooldown: 100 } });
+const limiter = createLimiter({
+  policy: '100000/1h',
+  store: redisStore({ client }),
+  prefix: process.argv[3],
+  timeout: 50,
+  breaker: { failures: 3, cooldown: 100 },
+});
 const sources = {};
 let errors = 0;
 const end = Date.now() + 3000;
