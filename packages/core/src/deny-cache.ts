@@ -1,4 +1,9 @@
 import type { Decision } from './decision.js';
+import { shardTag } from './keys.js';
+import type { PolicySet } from './policy-set.js';
+
+/** The deny-cache tag of a key's shard under a set: a call's policies keep their denials apart ('{' is in no tag). */
+export const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);
 
 interface Denial {
   /** performance.now() when the denied store call was sent: the store decided no earlier. */
@@ -63,9 +68,12 @@ export class DenyCache {
     this.entries.delete(tag);
   }
 
-  /** Whether it holds no denial: nothing to forget. */
-  get empty(): boolean {
-    return this.entries.size === 0;
+  /** Forgets a key's denials under every set in `sets`, each of its shards. */
+  forget(tag: string, sets: readonly PolicySet[]): void {
+    if (this.entries.size === 0) return;
+    for (const set of sets) {
+      for (let s = 0; s < set.shards.count; s++) this.entries.delete(deniedTag(shardTag(tag, s, set.shards.count), set));
+    }
   }
 
   clear(): void {

@@ -6,7 +6,7 @@ export { SluiceError } from './errors.js';
 export type { HeadersMode } from './headers.js';
 export { rateLimitHeaders } from './headers.js';
 export { ipKey } from './ip-key.js';
-export type { ConsumeOptions, FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
+export type { CallOptions, ConsumeOptions, FailMode, Limiter, LimiterEvent, LimiterOptions } from './limiter.js';
 export { createLimiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { memoryStore } from './memory-store.js';

@@ -165,7 +165,7 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
   if (raw.burst !== undefined && algorithm !== 'token-bucket') {
     badOption(`${option}.burst`, "used only with algorithm 'token-bucket'", raw.burst);
   }
-  if (algorithm === 'token-bucket') checkTokenBucket(limit as number, burst, windowMs, raw.burst !== undefined, option);
+  if (algorithm === 'token-bucket') checkTokenBucket(limit as number, burst, windowMs, option);
   if (algorithm === 'calendar')
     badOption(`${option}.algorithm`, "absent for a calendar quota: give window 'day', 'week' or 'month'", algorithm);
   const name = checkName(raw.name ?? `${limit}-per-${formatDuration(windowMs)}`, option);
@@ -183,7 +183,7 @@ function checkWindow(input: unknown, option: string): number {
 }
 
 /** A token bucket's refill from empty within WINDOW_MAX_MS. */
-function checkTokenBucket(limit: number, burst: number, windowMs: number, ownBurst: boolean, option: string): void {
+function checkTokenBucket(limit: number, burst: number, windowMs: number, option: string): void {
   if (burst * windowMs > WINDOW_MAX_MS * limit) {
     badOption(
       `${option}.burst`,

@@ -1,0 +1,57 @@
+// The public shape of a limiter and of its calls' options (createLimiter is limiter.ts).
+import type { Decision } from './decision.js';
+import type { PolicyInput } from './policy.js';
+
+/** A rate limiter. */
+export interface Limiter {
+  /**
+   * Charges `cost` (default 1) to `key` if every policy allows it: the limiter's, or `policy`, this call's
+   * own (a plan). Never rejects on a store failure. With `id`, idempotent: a consume whose id was already
+   * charged for this key (within the longest window) is allowed again and charges nothing; a denied one
+   * recorded nothing. With a concurrent policy, an allowed Decision holds a slot until its `release()`.
+   */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Moves `key`'s charge by `delta` on every rate policy (the limiter's, or `policy`), atomically: delta > 0
+   * charges without a check (a debt that later requests wait out), delta < 0 refunds, never past full.
+   * Returns the Decision after it, as a peek would see it. A store failure goes to the fail mode.
+   * @example await limiter.adjust(user, usedTokens - estimate)
+   */
+  adjust(key: string, delta: number, options?: CallOptions): Promise<Decision>;
+  /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
+  peek(key: string, options?: CallOptions): Promise<Decision>;
+  /**
+   * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
+   * policies and every call policy it has seen lately.
+   */
+  reset(key: string, options?: CallOptions): Promise<void>;
+  /** Releases what the limiter holds. A store that was passed in stays open. */
+  close(): Promise<void>;
+}
+
+/** Options of peek, adjust and reset: which counter. */
+export interface CallOptions {
+  /** This call's policies instead of the limiter's. */
+  policy?: PolicyInput | PolicyInput[];
+  /**
+   * The counter's scope: a route ('POST /login') or a name that routes share. The same key under two
+   * scopes is two counters. The adapters pass theirs; give the same to peek, adjust or reset an
+   * adapter's counter from outside (the CLI's --scope). Default: none.
+   */
+  scope?: string;
+}
+
+/** Options of one consume. */
+export interface ConsumeOptions {
+  /** The counter's scope (see CallOptions.scope). */
+  scope?: string;
+  /** Units to charge, > 0. Default 1. */
+  cost?: number;
+  /**
+   * This call's policies instead of the limiter's (plans, tiers), one or several: all must pass, atomically.
+   * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
+   */
+  policy?: PolicyInput | PolicyInput[];
+  /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */
+  id?: string;
+}
