@@ -11,7 +11,6 @@ import {
   createLimiter,
   type Decision,
   type Limiter,
-  type LimiterOptions,
   memoryStore,
   type PolicyInput,
   redisStore,
@@ -35,10 +34,6 @@ export interface DifferentialOptions {
   policy?: PolicyInput | PolicyInput[];
   /** The clock's first reading (ms); default a random instant of late 2023. */
   start?: number;
-  /** Default: uniquePrefix(). */
-  prefix?: string;
-  /** More options for both limiters. */
-  options?: Omit<LimiterOptions, 'policy' | 'store' | 'prefix'>;
 }
 
 export interface Differential extends Pick<Limiter, 'consume' | 'peek' | 'adjust'> {
@@ -54,7 +49,7 @@ export interface Differential extends Pick<Limiter, 'consume' | 'peek' | 'adjust
 }
 
 /** A decision as a value: its functions (release, ...) listed by name, so that two stores' decisions compare. */
-export function plain(d: Decision): Record<string, unknown> {
+function plain(d: Decision): Record<string, unknown> {
   const value: Record<string, unknown> = {};
   const methods: string[] = [];
   for (const [k, v] of Object.entries(d)) {
@@ -96,7 +91,7 @@ function recorded(store: Store, seen: (reply: StoreReply) => void): Store {
 /** A Redis-store limiter and a memory-store limiter on one clock, asked the same and compared at each call. */
 export function differential(o: DifferentialOptions): Differential {
   const clock = () => d.now;
-  const prefix = o.prefix ?? uniquePrefix();
+  const prefix = uniquePrefix();
   // Each store's reply to the call under way: [Redis, memory].
   const replies: Array<StoreReply | undefined> = [undefined, undefined];
   const store = (s: Store, i: number) =>
@@ -105,14 +100,13 @@ export function differential(o: DifferentialOptions): Differential {
     });
   const limiters: [Limiter, Limiter] = [
     createLimiter({
-      ...o.options,
       policy: o.policy,
       store: store(redisStore({ client: o.client, clock }), 0),
       prefix,
       denyCache: false,
       timeout: 5000,
     }),
-    createLimiter({ ...o.options, policy: o.policy, store: store(memoryStore({ clock }), 1), prefix }),
+    createLimiter({ policy: o.policy, store: store(memoryStore({ clock }), 1), prefix }),
   ];
 
   /**
