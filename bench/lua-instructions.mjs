@@ -6,7 +6,7 @@
 // in that span (the whole server: networking, the script, the commands) are divided by the decisions.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
 //   [--algorithm tb|fw|sw|sl|ca] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
-//   [--pair | --settle]
+//   [--pair | --settle] [--script variant.lua]
 // --pair: a concurrent slot taken then released (two calls of BATCH each); --settle: a token-bucket consume
 // of cost 2 then an adjustment by -1 (what a settled HTTP request costs). Figures are then per pair.
 // A calendar quota (ca) takes its candidate period starts as --window (see lua/calendar.lua), e.g. a UTC
@@ -18,11 +18,11 @@
 // (with one decision): a call of b decisions costs about C + b * D.
 // Needs valgrind (callgrind_control, callgrind_annotate) on PATH.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
+import { DECIDE_SCRIPT as SHIPPED } from '../packages/core/dist/esm/lua.generated.js';
 import { freePort } from '../test/support/redis-harness.mjs';
 import { arg } from './args.mjs';
 
@@ -36,6 +36,11 @@ const PAIR = process.argv.includes('--pair');
 const SETTLE = process.argv.includes('--settle');
 const at = process.argv.indexOf('--functions');
 const FUNCTIONS = at < 0 ? undefined : process.argv[at + 1] === 'hoisted' ? 'hoisted' : 'wrapped';
+// --script <file>: a variant of the generated script (same protocol) to count instead of the shipped one.
+const SCRIPT = arg('script', '');
+const DECIDE_SCRIPT = SCRIPT ? readFileSync(SCRIPT, 'utf8') : SHIPPED;
+// A spec in ARGV (packages/core/src/protocol.ts): code, limit, window ms, burst, calendar period starts.
+const SPEC = ALGORITHM === 'ca' ? ['ca', LIMIT, '86400000', LIMIT, WINDOW] : [ALGORITHM, LIMIT, WINDOW, LIMIT, ''];
 
 /** The library FUNCTION LOAD takes: DECIDE_SCRIPT as the body of one function, or with its definitions hoisted out. */
 function library(mode) {
@@ -96,21 +101,22 @@ try {
   // The script's call guard (lua/decide.lua), and the number of the last call.
   const GUARD = 'b:guard';
   let calls = 0;
-  // One run of BATCH alike decisions (see lua/decide.lua): count, op, cost, one policy, spec 1.
+  // One run of BATCH alike decisions (see packages/core/src/protocol.ts): count, op, cost, idTtl, slots,
+  // one policy, spec 1.
   const call = async () => {
     const keys = Array.from({ length: BATCH }, () => `b:{k${n++ % KEYS}}:p`);
     if (PAIR || SETTLE) {
       // Two calls alike, each of BATCH decisions: a take of a slot then its release (--pair), or a consume
       // of cost 2 then its adjustment by -1 (--settle: what an HTTP settle costs a request).
       const slots = PAIR ? keys.map((_, i) => `s${n}-${i}`).join(' ') : '';
-      const spec = () => [String(++calls), '', '1', PAIR ? 'cc' : 'tb', LIMIT, WINDOW, LIMIT, String(BATCH)];
-      const take = PAIR ? [...spec(), 'x', '1', '1', '1', '0', slots] : [...spec(), 'c', '2', '1', '1'];
+      const spec = () => [String(++calls), '', '1', ...(PAIR ? ['cc', LIMIT, WINDOW, LIMIT, ''] : ['tb', LIMIT, WINDOW, LIMIT, ''])];
+      const take = [...spec(), String(BATCH), 'c', PAIR ? '1' : '2', '0', slots, '1', '1'];
       const taken = await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...take);
       if (taken.length !== 3 * BATCH || taken[2] !== 0) throw new Error(`unexpected reply: ${taken.slice(0, 6)}`);
-      await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...spec(), 'a', '-1', '1', '1', '0', slots);
+      await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...spec(), String(BATCH), PAIR ? 'r' : 'a', '-1', '0', slots, '1', '1');
       return;
     }
-    const args = [String(++calls), '', '1', ALGORITHM, LIMIT, WINDOW, LIMIT, String(BATCH), 'c', '1', '1', '1'];
+    const args = [String(++calls), '', '1', ...SPEC, String(BATCH), 'c', '1', '0', '', '1', '1'];
     const reply = FUNCTIONS
       ? await client.call('FCALL', 'sluice_decide', BATCH + 1, GUARD, ...keys, ...args)
       : await client.evalsha(sha, BATCH + 1, GUARD, ...keys, ...args);
@@ -127,13 +133,21 @@ try {
     .at(-1);
   const annotated = execFileSync('callgrind_annotate', [join(tmpdir(), dump)], { encoding: 'utf8', maxBuffer: 1e8 });
   const total = Number(/([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS/.exec(annotated)[1].replace(/,/g, ''));
+  // The scripts' own share (EVALSHA's command function, inclusive): the whole server's count also holds its
+  // timers (serverCron), which grow with wall time, so on a busy machine it varies by a few %; this does not.
+  const inclusive = execFileSync('callgrind_annotate', ['--inclusive=yes', join(tmpdir(), dump)], { encoding: 'utf8', maxBuffer: 1e8 });
+  const scripts = Number(
+    /([\d,]+) \([\d.]+%\)\s+\S*:(?:evalGenericCommand|fcallCommandGeneric)\b/.exec(inclusive)?.[1].replace(/,/g, '') ?? Number.NaN,
+  );
+  if (process.env.DEBUG_ANNOTATE) console.log(inclusive.split('\n').slice(0, 60).join('\n'));
   const f = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
     `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${PAIR ? 'take+release' : SETTLE ? 'consume+adjust' : ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
-      `${f(total / (BATCHES * BATCH))} instructions per ${PAIR || SETTLE ? 'pair' : 'decision'}, ${f(total / BATCHES)} per ${PAIR || SETTLE ? 'pair of calls' : 'call'}`,
+      `${f(total / (BATCHES * BATCH))} instructions per ${PAIR || SETTLE ? 'pair' : 'decision'}, ${f(total / BATCHES)} per ${PAIR || SETTLE ? 'pair of calls' : 'call'}; ` +
+      `${f(scripts / (BATCHES * BATCH))} of them in the script calls`,
   );
   // One file per algorithm: each is its own run (--algorithm picks one).
-  const { writeResults } = await import('./results.mjs');
+  const { writeResults } = SCRIPT ? { writeResults: () => {} } : await import('./results.mjs');
   writeResults(`lua-instructions-${PAIR ? 'pair' : SETTLE ? 'settle' : ALGORITHM}`, {
     settings: { algorithm: ALGORITHM, limit: Number(LIMIT), windowMs: Number(WINDOW), batch: BATCH, batches: BATCHES, keys: KEYS },
     instructions: total,

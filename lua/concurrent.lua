@@ -42,9 +42,7 @@ local function concurrent(key, now, limit, window, burst, cost, apply)
 end
 
 -- Gives slot SLOT back (idempotent: a slot already given back or expired is no longer there).
--- delta is unused: a release is the only adjustment of a concurrent policy. Returns true, a release:
--- decide.lua answers it with zeros, no peek (no one reads a release's reply).
+-- delta is unused: a release (op 'r' in decide.lua) is the only adjustment of a concurrent policy.
 local function concurrent_adjust(key, now, limit, window, burst, delta)
   if SLOT ~= '' then call('ZREM', key, SLOT) end
-  return true
 end

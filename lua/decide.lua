@@ -1,29 +1,28 @@
 -- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua and
 -- algorithm(code), which makes the functions of the algorithm with that code (its file's) and returns its
--- step and its adjustment (an adjustment that returns true was a release).
+-- step and its adjustment. The layout is packages/core/src/protocol.ts's (its one encoder and decoder):
 -- KEYS[1]        the call guard of the store that sends the call (see below)
--- KEYS[2..]      one per (decision, policy), in the order of the decisions below.
+-- KEYS[2..]      per decision, one per policy, then for a consume with an id (idTtl > 0) the id's record
 -- ARGV[1]        the call's number: the store numbers its calls 1, 2, 3, ...
--- ARGV[2]        now in ms, or '' for the server clock (TIME). Only tests pass a value.
+-- ARGV[2]        now in ms, or '' for the server clock (TIME): a test clock (redisStore({ clock })) sends it
 -- ARGV[3]        P, the number of policy specs that follow
--- ARGV[4..3+4P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst (a calendar
---                quota's window is its candidate period starts, a string: see calendar.lua)
--- then runs of decisions alike: count, op ('c' consume | 'p' peek), cost, n, and n spec numbers
--- (1-based); the run stands for `count` decisions in a row, each with its own n KEYS.
--- Two more ops carry, after the spec numbers, idTtl (ms; '0' for none) and then the run's slots, one per
--- decision, in one argument separated by spaces (a concurrent lease's member; '' when none has one):
---   'x' consume with a slot to take and/or an id: with idTtl > 0 the decision has one more KEYS entry
---       after its n, the id's record. An id already recorded is allowed again and charges nothing
---       (the reply is a peek's with every retry 0); an allowed consume records its id for idTtl ms
---       (the record holds the instant it lapses, and expires then).
---   'a' adjust: `cost` is the delta, applied to every policy without a check by its algorithm's
---       adjustment (a refund never past full; a concurrent policy gives `slot` back); the reply is a
---       peek's after it, but for a release (concurrent policies only, which adjust never mixes with
---       rate ones): zeros.
+-- ARGV[4..3+5P]  per spec: algorithm code (its file's `code:` line), limit, window ms, burst, and a
+--                calendar quota's candidate period starts ('' for the others: see calendar.lua, which
+--                takes them as its window)
+-- then runs of decisions alike: count, op, cost, idTtl, slots, n, and n spec numbers (1-based); the run
+-- stands for `count` decisions in a row, each with its own KEYS.
+--   op     'c' consume: every policy is checked, and all are charged `cost` when all pass, else none
+--          'p' peek: checked at cost 1, nothing charged
+--          'a' adjust: `cost` is the delta, applied to every policy by its algorithm's adjustment without
+--              a check (a refund never past full); the reply is a peek's after it
+--          'r' release: an adjustment that gives the decision's slot back; its reply is zeros (unread)
+--   idTtl  ms, '0' for none: an id already recorded is allowed again and charges nothing (a peek's reply
+--          with every retry 0); an allowed consume records its id for idTtl ms (the record holds the
+--          instant it lapses, and expires then)
+--   slots  one per decision, separated by spaces (a concurrent lease's member), '' when none has one
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
 -- is 0: each algorithm answers a denial with retryAfterUs >= 1.
--- A decision passes only if every policy passes, and a denial charges none of them.
 -- Exactly once: a client may send a call again (an ioredis Cluster retries a call that was in flight when
 -- its connection reset, after Redis had run it). The guard holds the highest number this store's calls
 -- ran under; a call numbered no higher is not run again, and answers the error SLUICE_AGAIN (the store
@@ -45,173 +44,125 @@ else
   SLACK = 3600000
 end
 
--- The algorithms' functions, made once per call and only for the algorithms its specs name.
-local made = {}
-local specs = {}
+-- Decode, once: the specs (the algorithms' functions made once per call, and only for the algorithms
+-- named), then each run as the loop comes to it.
+local made, specs = {}, {}
 local nspecs = tonumber(ARGV[3])
 for s = 1, nspecs do
-  local b = 3 + (s - 1) * 4
+  local b = 3 + (s - 1) * 5
   local code = ARGV[b + 1]
   local fns = made[code]
   if not fns then
     fns = { algorithm(code) }
     made[code] = fns
   end
-  -- A calendar quota's window is its list of period starts, a string.
-  specs[s] = { fns[1], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]) or ARGV[b + 3], tonumber(ARGV[b + 4]), fns[2] }
+  local starts = ARGV[b + 5]
+  local window = starts ~= '' and starts or tonumber(ARGV[b + 3])
+  specs[s] = { fns[1], tonumber(ARGV[b + 2]), window, tonumber(ARGV[b + 4]), fns[2] }
 end
 
-local reply = {}
-local r = 0
-local a = 4 + nspecs * 4
-local k = 2
-local nargs = #ARGV
-
--- Records an allowed consume's id for idTtl ms: the record holds the instant it lapses.
-local function record(key, idTtl)
-  local ttl = math.ceil(idTtl)
-  call('SET', key, format('%.17g', now + ttl), 'PX', format('%d', ttl + SLACK))
-end
-
--- One decision under the n policies `run` (its KEYS from k): checks all before charging any, and charges
--- all when every one passes and `charge`. The reply gets each policy's answer, every retry 0 on a
--- `replay` (an id already charged). Returns whether every policy passed.
-local function decide_all(run, n, cost, charge, replay)
-  local results = {}
-  local allowed = true
-  for i = 1, n do
-    local spec = run[i]
-    local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
-    if replay then retry = 0 end
-    results[i] = { remaining, reset, retry }
-    allowed = allowed and ok
-  end
-  if allowed and charge then
-    for i = 1, n do
-      local spec = run[i]
-      local _, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, true)
-      results[i] = { remaining, reset, retry }
-    end
-  end
-  for i = 1, n do
-    reply[r + 1] = results[i][1]
-    reply[r + 2] = results[i][2]
-    reply[r + 3] = results[i][3]
-    r = r + 3
-  end
-  return allowed
-end
-
--- One 'x' or 'a' decision (see above) of a run whose n specs are `run`.
-local function decide_one(op, cost, n, run, idTtl, slot)
-  SLOT = slot
-  local replay, release = false, false
-  if op == 'a' then
-    for i = 1, n do
-      local spec = run[i]
-      release = spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost) or release
-    end
-    cost = 1
-  elseif idTtl > 0 then
-    -- The record holds when it lapses (ms, same clock as now), so that a test clock sees it lapse too.
-    local lapses = tonumber(call('GET', KEYS[k + n]))
-    replay = lapses ~= nil and lapses > now
-  end
-  if release then
-    -- A release (adjust never mixes slots with rate policies): its reply goes unread.
-    for _ = 1, n do
-      reply[r + 1] = 0
-      reply[r + 2] = 0
-      reply[r + 3] = 0
-      r = r + 3
-    end
-  elseif n == 1 and not replay then
-    -- One policy (here a consume with an id: the run loop decides one-policy runs without one): it checks
-    -- and charges in one pass; an adjustment would answer with a peek after it.
-    local spec = run[1]
-    local ok, remaining, reset, retry = spec[1](KEYS[k], now, spec[2], spec[3], spec[4], cost, op == 'x')
-    reply[r + 1] = remaining
-    reply[r + 2] = reset
-    reply[r + 3] = retry
-    r = r + 3
-    if op == 'x' and ok and idTtl > 0 then record(KEYS[k + n], idTtl) end
-  else
-    local charge = op == 'x' and not replay
-    if decide_all(run, n, cost, charge, replay) and charge and idTtl > 0 then record(KEYS[k + n], idTtl) end
-  end
-  k = k + n
-  if idTtl > 0 then k = k + 1 end
-  SLOT = ''
-end
-
+local reply, r, k = {}, 0, 2
+local a, nargs = 4 + nspecs * 5, #ARGV
+-- Then one loop: every decision of every run.
 while a <= nargs do
-  local count = tonumber(ARGV[a])
-  local op = ARGV[a + 1]
-  local consume = op == 'c'
-  local cost = tonumber(ARGV[a + 2])
-  local n = tonumber(ARGV[a + 3])
-  local one = op == 'x' or op == 'a'
+  local count, op, cost, idTtl, slots = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
+  local n = tonumber(ARGV[a + 5])
   -- The run's specs, looked up once for all its decisions.
   local run = {}
   for i = 1, n do
-    run[i] = specs[tonumber(ARGV[a + 3 + i])]
+    run[i] = specs[tonumber(ARGV[a + 5 + i])]
   end
-  if one then
-    local idTtl = tonumber(ARGV[a + 4 + n])
-    local slots = ARGV[a + 5 + n]
-    local from = 1
-    if n == 1 and idTtl == 0 then
-      -- One policy and no id: a take charges in one pass, an adjustment answers with a peek after it
-      -- (zeros after a release), as decide_one would, without its per-decision branching.
-      local spec = run[1]
-      local step, limit, window, burst, adjust = spec[1], spec[2], spec[3], spec[4], spec[5]
-      local take = op == 'x'
+  a = a + 6 + n
+  local consume, release, adjust = op == 'c', op == 'r', op == 'a' or op == 'r'
+  local from = 1
+  -- Two fast paths for runs of one policy and no id, each kept because bench/lua-instructions.mjs shows
+  -- it earns its place against the general body below (Redis instructions in the script calls, calls
+  -- of 16, the general body alone -> with the fast path; figures of 5 Dec 2026, each of three runs):
+  if n == 1 and idTtl == 0 then
+    local spec = run[1]
+    local step, limit, window, burst, adjustment = spec[1], spec[2], spec[3], spec[4], spec[5]
+    if not adjust and slots == '' then
+      -- A consume or a peek, no slot (most decisions): one step per decision, which checks and charges
+      -- in one pass. tb: 31,920-31,950 -> 29,460-29,590 per decision (-7.5%).
       for _ = 1, count do
-        local space = find(slots, ' ', from, true)
-        SLOT = space and sub(slots, from, space - 1) or sub(slots, from)
-        if space then from = space + 1 end
-        local key = KEYS[k]
-        local ok, remaining, reset, retry
-        if take then
-          ok, remaining, reset, retry = step(key, now, limit, window, burst, cost, true)
-        elseif adjust(key, now, limit, window, burst, cost) then
-          remaining, reset, retry = 0, 0, 0
-        else
-          ok, remaining, reset, retry = step(key, now, limit, window, burst, 1, false)
-        end
+        local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume)
         reply[r + 1] = remaining
         reply[r + 2] = reset
         reply[r + 3] = retry
         r = r + 3
         k = k + 1
       end
-      SLOT = ''
     else
+      -- A slot taken or given back, or an adjustment. --pair: 50,090-50,320 -> 46,330-46,440 per take
+      -- and release (-8%); --settle: 66,590-66,630 -> 63,810-63,920 per consume and adjust (-4%).
+      local checked = adjust and 1 or cost
       for _ = 1, count do
-        local space = find(slots, ' ', from, true)
-        decide_one(op, cost, n, run, idTtl, space and sub(slots, from, space - 1) or sub(slots, from))
-        if space then from = space + 1 end
+        local key = KEYS[k]
+        if slots ~= '' then
+          local space = find(slots, ' ', from, true)
+          SLOT = space and sub(slots, from, space - 1) or sub(slots, from)
+          if space then from = space + 1 end
+        end
+        if adjust then adjustment(key, now, limit, window, burst, cost) end
+        local _, remaining, reset, retry = true, 0, 0, 0
+        if not release then _, remaining, reset, retry = step(key, now, limit, window, burst, checked, consume) end
+        reply[r + 1] = remaining
+        reply[r + 2] = reset
+        reply[r + 3] = retry
+        r = r + 3
+        k = k + 1
       end
     end
-    a = a + 6 + n
-  elseif n == 1 then
-    -- One policy: check and charge in one pass.
-    local spec = run[1]
-    local step, limit, window, burst = spec[1], spec[2], spec[3], spec[4]
-    for _ = 1, count do
-      local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume)
-      reply[r + 1] = remaining
-      reply[r + 2] = reset
-      reply[r + 3] = retry
-      r = r + 3
+    count = 0
+  end
+  for _ = 1, count do
+    if slots ~= '' then
+      local space = find(slots, ' ', from, true)
+      SLOT = space and sub(slots, from, space - 1) or sub(slots, from)
+      if space then from = space + 1 end
+    end
+    local take, checked, replay = consume, cost, false
+    if adjust then
+      for i = 1, n do
+        local spec = run[i]
+        spec[5](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost)
+      end
+      checked = 1
+    elseif idTtl > 0 then
+      -- The record holds when it lapses (ms, same clock as now), so that a test clock sees it lapse too.
+      local lapses = tonumber(call('GET', KEYS[k + n]))
+      replay = lapses ~= nil and lapses > now
+      take = take and not replay
+    end
+    -- Every policy is checked before any is charged; one policy checks and charges in one pass.
+    local apply, allowed = take and n == 1, true
+    repeat
+      local again = false
+      allowed = true
+      for i = 1, n do
+        local ok, remaining, reset, retry = true, 0, 0, 0
+        if not release then
+          local spec = run[i]
+          ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], checked, apply)
+          if replay then retry = 0 end
+        end
+        local at = r + 3 * i
+        reply[at - 2], reply[at - 1], reply[at] = remaining, reset, retry
+        allowed = allowed and ok
+      end
+      if allowed and take and not apply then
+        apply, again = true, true
+      end
+    until not again
+    r, k = r + 3 * n, k + n
+    if idTtl > 0 then
+      if allowed and take then
+        local ttl = math.ceil(idTtl)
+        call('SET', KEYS[k], format('%.17g', now + ttl), 'PX', format('%d', ttl + SLACK))
+      end
       k = k + 1
     end
-  else
-    for _ = 1, count do
-      decide_all(run, n, cost, consume, false)
-      k = k + n
-    end
   end
-  if not one then a = a + 4 + n end
+  SLOT = ''
 end
 return reply

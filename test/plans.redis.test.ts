@@ -3,8 +3,9 @@
 import { createLimiter, memoryStore, redisStore } from '@sluice/core';
 import fc from 'fast-check';
 import type Redis from 'ioredis';
-import { calendarArg } from '../packages/core/src/algorithms/calendar-periods';
 import { DECIDE_SCRIPT } from '../packages/core/src/lua.generated';
+import { parsePolicy } from '../packages/core/src/policy';
+import { encodeBatch } from '../packages/core/src/protocol';
 import { differential } from './support/differential';
 import { type Harness, harnesses, parseRateLimit, parseRateLimitPolicy, type Running } from './support/http';
 import { type RedisServer, uniquePrefix } from './support/redis';
@@ -88,12 +89,15 @@ describe('calendar quotas in Lua', () => {
     const key = `${uniquePrefix('skew')}:{k}:q`;
     const timeZone = 'Asia/Tokyo';
     const before = await serverMs();
-    const starts = calendarArg('day', timeZone, before + 12 * 3_600_000);
-    // KEYS: the call guard (in the key's slot), the key. ARGV: the call's number, server clock, one spec
-    // (calendar, limit 2, the app's candidates), one consume of cost 1.
-    const guard = `${key}:guard`;
-    const run = () =>
-      client.eval(DECIDE_SCRIPT, 2, guard, key, '1', '', '1', 'ca', '2', starts, '2', '1', 'c', '1', '1', '1') as Promise<number[]>;
+    // One consume of a calendar quota (limit 2), encoded as the store does on an app clock 12 hours ahead:
+    // the spec carries that clock's candidate period starts; the script runs on the server's clock.
+    const policy = parsePolicy({ limit: 2, window: 'day', timeZone });
+    const { keys, args } = encodeBatch([{ keys: [key], policies: [policy], cost: 1, peek: false }], {
+      guard: `${key}:guard`,
+      call: 1,
+      wall: before + 12 * 3_600_000,
+    });
+    const run = () => client.eval(DECIDE_SCRIPT, keys.length, ...keys, ...args) as Promise<number[]>;
     const [remaining, resetMs = Number.NaN, retry] = await run();
     const after = await serverMs();
     expect([remaining, retry]).toEqual([1, 0]);

@@ -1,14 +1,16 @@
 // lua/ is the one source of every script. This builds the decide script from it: prelude.lua, then
 // algorithm(code), in which each algorithm file (the others) is the branch of the code the file declares:
 // it makes the file's functions and returns its <name> step and its <name>_adjust function (charge
-// without a check, refund, or give a slot back), and decide.lua. It writes the script with the algorithm
-// codes to src/lua.generated.ts, so the built package carries it and works on its own, from ESM and CJS
-// alike. Runs on `pnpm install` and on every build.
+// without a check, refund, or give a slot back), and decide.lua. Each file's text opens with a
+// `-- lua/<file>:1` marker, and LUA_LINES maps every line of the script back to its file and line, so
+// that a Redis error (`user_script:123: ...`) names lua/<file>:<line> (redis-store.ts rewrites it). It
+// writes the script, the map and the algorithm codes to src/lua.generated.ts, so the built package
+// carries them and works on its own, from ESM and CJS alike. Runs on `pnpm install` and on every build.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('../../../lua/', import.meta.url));
-const read = (f) => readFileSync(dir + f, 'utf8');
+const read = (f) => readFileSync(dir + f, 'utf8').replace(/\n$/, '');
 const algorithms = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && f !== 'prelude.lua' && f !== 'decide.lua')
   .sort()
@@ -20,20 +22,39 @@ const algorithms = readdirSync(dir)
     if (!code) throw new Error(`lua/${file}: no '-- code: xx' line`);
     if (!source.includes(`local function ${fn}(`)) throw new Error(`lua/${file}: no 'local function ${fn}('`);
     if (!source.includes(`local function ${fn}_adjust(`)) throw new Error(`lua/${file}: no 'local function ${fn}_adjust('`);
-    return { name, code, fn, source };
+    return { file, name, code, fn, source };
   });
+
+// The script's lines, and the map: [first line of the script, file, its first line, lines] per file.
+const lines = [];
+const map = [];
+const glue = (text) => lines.push(text);
+function file(name, source = read(name)) {
+  glue(`-- lua/${name}:1`);
+  const body = source.split('\n');
+  map.push([lines.length + 1, `lua/${name}`, 1, body.length]);
+  for (const line of body) lines.push(line);
+}
+file('prelude.lua');
 // A call makes the functions of the algorithms it uses only: Redis makes a script's closures at every
 // call, and all of them together cost a call of 16 decisions 1,350 instructions per decision (4%).
-const branches = algorithms.map(
-  (a, i) => `${i === 0 ? 'if' : 'elseif'} code == '${a.code}' then\n${a.source}\nreturn ${a.fn}, ${a.fn}_adjust`,
-);
-const table = `local function algorithm(code)\n${branches.join('\n')}\nend\nend\n`;
-const script = [read('prelude.lua'), table, read('decide.lua')].join('\n');
+glue('local function algorithm(code)');
+algorithms.forEach((a, i) => {
+  glue(`${i === 0 ? 'if' : 'elseif'} code == '${a.code}' then`);
+  file(a.file, a.source);
+  glue(`return ${a.fn}, ${a.fn}_adjust`);
+});
+glue('end');
+glue('end');
+file('decide.lua');
+
 const codes = Object.fromEntries(algorithms.map((a) => [a.name, a.code]));
 writeFileSync(
   fileURLToPath(new URL('../src/lua.generated.ts', import.meta.url)),
   `// Generated from lua/ by scripts/gen-lua.mjs. Do not edit.\n` +
-    `/** The code each algorithm's script declares, by algorithm: the Lua dispatches on it. */\n` +
+    `/** The code each algorithm's script declares, by algorithm: the Lua dispatch on it. */\n` +
     `export const ALGORITHM_CODES = ${JSON.stringify(codes)} as const;\n` +
-    `export const DECIDE_SCRIPT = ${JSON.stringify(script)};\n`,
+    `export const DECIDE_SCRIPT = ${JSON.stringify(`${lines.join('\n')}\n`)};\n` +
+    `/** Per lua/ file: the script's line its text starts on, the file, the file's line there, and its lines. */\n` +
+    `export const LUA_LINES: readonly (readonly [number, string, number, number])[] = ${JSON.stringify(map)};\n`,
 );

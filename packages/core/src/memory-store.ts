@@ -1,6 +1,7 @@
-import { ALGORITHMS } from './algorithms/index.js';
+import { ALGORITHMS, type StepResult } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
+import { idOf, opOf } from './protocol.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
 /** Options of memoryStore(). */
@@ -89,71 +90,45 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     keep(key, { state, expiresAt }, now);
   }
 
+  /**
+   * One decision, read as protocol.ts reads it and decided as lua/decide.lua's loop decides one: an
+   * adjustment moves every policy first; every policy is checked before any is charged, and one policy
+   * checks and charges in one pass; a release answers zeros, an id already recorded a peek's reply.
+   */
   function decideNow(request: StoreRequest): StoreReply {
-    if (request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined) return decideOne(request);
-    const { keys, policies, peek } = request;
-    const cost = peek ? 1 : request.cost;
+    const { keys, policies, slot = '' } = request;
+    const op = opOf(request);
+    const idTtl = idOf(request);
     const now = clock();
     const n = policies.length;
-    const single = n === 1 && !peek;
-    const states = [];
-    const steps = [];
-    let allowed = true;
-    for (let i = 0; i < n; i++) {
-      const policy = policies[i]!;
-      const step = ALGORITHMS[policy.algorithm].step(read(keys[i]!, now) as never, now, policy, cost, single);
-      steps.push(step);
-      allowed &&= step.ok;
-    }
-    if (allowed && !peek && n > 1) {
+    if (op === 'a' || op === 'r') {
       for (let i = 0; i < n; i++) {
-        const policy = policies[i]!;
-        steps[i] = ALGORITHMS[policy.algorithm].step(read(keys[i]!, now) as never, now, policy, cost, true);
-      }
-    }
-    for (let i = 0; i < n; i++) {
-      const { remaining, resetMs, retryAfterMs, next, windowMs } = steps[i]!;
-      if (next) write(keys[i]!, next.state, now + next.ttlMs, now);
-      states.push(windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs });
-    }
-    return { allowed, states };
-  }
-
-  /** An adjustment, or a consume with a slot or an id: the twin of lua/decide.lua's decide_one. */
-  function decideOne(request: StoreRequest): StoreReply {
-    const { keys, policies, delta, slot = '', idTtlMs = 0 } = request;
-    const now = clock();
-    const n = policies.length;
-    if (delta !== undefined) {
-      for (let i = 0; i < n; i++) {
-        const next = ALGORITHMS[policies[i]!.algorithm].adjust(read(keys[i]!, now) as never, now, policies[i]!, delta, slot);
+        const next = ALGORITHMS[policies[i]!.algorithm].adjust(read(keys[i]!, now) as never, now, policies[i]!, request.delta!, slot);
         if (next === null) write(keys[i]!, undefined, now, now);
         else if (next !== undefined) write(keys[i]!, next.state, now + next.ttlMs, now);
       }
     }
-    // A release (concurrent policies only, never mixed with rate ones in an adjust): zeros, as the Lua answers.
-    if (delta !== undefined && policies[0]!.algorithm === 'concurrent') {
-      return { allowed: true, states: policies.map(() => ({ remaining: 0, resetMs: 0, retryAfterMs: 0 })) };
+    if (op === 'r') return { allowed: true, states: policies.map(() => ({ remaining: 0, resetMs: 0, retryAfterMs: 0 })) };
+    const replay = op === 'c' && idTtl > 0 && read(keys[n]!, now) !== undefined;
+    const take = op === 'c' && !replay;
+    const cost = op === 'c' ? request.cost : 1;
+    let apply = take && n === 1;
+    let steps: StepResult<unknown>[];
+    let allowed: boolean;
+    for (;;) {
+      steps = policies.map((p, i) => ALGORITHMS[p.algorithm].step(read(keys[i]!, now) as never, now, p, cost, apply, slot));
+      allowed = steps.every((step) => step.ok);
+      if (!allowed || !take || apply) break;
+      apply = true;
     }
-    const cost = delta === undefined ? request.cost : 1;
-    const replay = delta === undefined && idTtlMs > 0 && read(keys[n]!, now) !== undefined;
-    const states = [];
-    let allowed = true;
-    for (let i = 0; i < n; i++) {
-      const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, false, slot);
-      states.push({ remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: replay ? 0 : step.retryAfterMs });
-      allowed &&= step.ok;
-    }
-    if (replay) return { allowed: true, states };
-    if (delta === undefined && allowed) {
-      for (let i = 0; i < n; i++) {
-        const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, true, slot);
-        if (step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs, now);
-        states[i] = { remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs };
-      }
-      if (idTtlMs > 0) write(keys[n]!, true, now + Math.ceil(idTtlMs), now);
-    }
-    return { allowed, states };
+    const states = steps.map((step, i) => {
+      if (apply && step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs, now);
+      const { remaining, resetMs, windowMs } = step;
+      const retryAfterMs = replay ? 0 : step.retryAfterMs;
+      return windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs };
+    });
+    if (apply && allowed && idTtl > 0) write(keys[n]!, true, now + Math.ceil(idTtl), now);
+    return { allowed: allowed || replay, states };
   }
 
   return {

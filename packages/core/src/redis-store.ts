@@ -1,14 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
-import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
-import { badOption, describe, SluiceError } from './errors.js';
+import { attempt, isDecideScript, runDecide } from './decide-script.js';
+import { badOption, SluiceError } from './errors.js';
 import { guardKey } from './keys.js';
-import { DECIDE_SCRIPT } from './lua.generated.js';
 import { checkNames } from './options.js';
-import { ALGORITHM_CODES, type Policy } from './policy.js';
+import { decodeReply, encodeBatch } from './protocol.js';
 import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './redis-clients.js';
-import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
+import type { Store, StoreReply, StoreRequest } from './store.js';
 
 export type { IoredisClient, NodeRedisClient, RedisClient } from './redis-clients.js';
 
@@ -23,7 +22,11 @@ export interface RedisStoreOptions {
   client: RedisClient;
   /** Most decisions carried by one script call. Default 512. */
   maxBatch?: number;
-  /** Test hook: a ms clock passed to the scripts instead of the server's TIME. Never set it in production. */
+  /**
+   * A fake ms clock for tests: the scripts decide on it instead of the server's TIME, exactly (README,
+   * "Testing your limits"); keys live an hour past the TTLs computed on it. Default: absent (production).
+   * @example redisStore({ client, clock: () => now })
+   */
   clock?: () => number;
 }
 
@@ -46,8 +49,6 @@ const MIN_SPLIT = 32;
 const MAX_IN_FLIGHT = 2;
 const HOLD_MS = 5;
 
-const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
-
 /**
  * The Redis store: every decision is the one script of lua/, run atomically on the server's clock.
  * Decisions asked for in one event-loop turn travel together, many to a script call (one call per
@@ -65,7 +66,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
   checkNames(options, ['client', 'maxBatch', 'clock'], 'a redisStore option');
   const { clock } = options;
-  const client = scriptClient(options.client, (first) => first === SHA || first === DECIDE_SCRIPT);
+  const client = scriptClient(options.client, isDecideScript);
   const maxBatch = options.maxBatch ?? 512;
   if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
   const { cluster } = client;
@@ -192,81 +193,17 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   function send(batch: Pending[], guardKey = guard as string): void {
-    // KEYS: the guard, then the decisions'. ARGV: the call's number, now, P, the P specs, then runs of
-    // decisions alike (same policies, cost, op), each run one count and one shape however many decisions
-    // it stands for (see lua/decide.lua).
-    const keys: string[] = [guardKey];
-    const specArgs: string[] = [];
-    const runs: string[] = [];
-    const specs = new Map<Policy, string>();
-    // The clock calendar quotas' candidate periods are computed on (the script picks the server's).
-    const wall = clock ? clock() : Date.now();
-    let shape: StoreRequest | undefined;
-    let count = 0;
-    let countAt = 0;
-    // A run of 'x' or 'a' carries its slots in one argument, separated by spaces (a slot has none).
-    let slots = '';
-    let slotsAt = -1;
-    for (const { request } of batch) {
-      const { policies } = request;
-      for (let i = 0; i < policies.length; i++) keys.push(request.keys[i] as string);
-      // An adjustment ('a'), or a consume with a slot or an id ('x'): runs alike carry one slot per decision.
-      const one = request.delta !== undefined || request.slot !== undefined || request.idTtlMs !== undefined;
-      if (one && request.idTtlMs !== undefined) keys.push(request.keys[policies.length] as string);
-      if (
-        shape !== undefined &&
-        policies === shape.policies &&
-        request.peek === shape.peek &&
-        (request.peek || request.cost === shape.cost) &&
-        request.delta === shape.delta &&
-        request.idTtlMs === shape.idTtlMs &&
-        (request.slot !== undefined) === (shape.slot !== undefined)
-      ) {
-        count++;
-        if (request.slot !== undefined) slots += ` ${request.slot}`;
-        continue;
-      }
-      if (shape !== undefined) runs[countAt] = String(count);
-      if (slotsAt >= 0) runs[slotsAt] = slots;
-      shape = request;
-      count = 1;
-      countAt = runs.length;
-      const op = request.delta !== undefined ? 'a' : one ? 'x' : request.peek ? 'p' : 'c';
-      const cost = request.delta ?? (request.peek ? 1 : request.cost);
-      runs.push('', op, String(cost), String(policies.length));
-      for (const policy of policies) {
-        let spec = specs.get(policy);
-        if (spec === undefined) {
-          spec = String(specs.size + 1);
-          specs.set(policy, spec);
-          const window = policy.period ? calendarArg(policy.period, policy.timeZone as string, wall) : String(policy.windowMs);
-          specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), window, String(policy.burst));
-        }
-        runs.push(spec);
-      }
-      if (one) {
-        runs.push(String(request.idTtlMs ?? 0), '');
-        slotsAt = runs.length - 1;
-        slots = request.slot ?? '';
-      } else slotsAt = -1;
-    }
-    runs[countAt] = String(count);
-    if (slotsAt >= 0) runs[slotsAt] = slots;
-    const args = [String(++calls), clock ? String(wall) : '', String(specs.size)];
-    for (const x of specArgs) args.push(x);
-    for (const x of runs) args.push(x);
+    const requests = batch.map((p) => p.request);
+    const now = clock?.();
+    const wall = now ?? Date.now();
+    const { keys, args } = encodeBatch(requests, { guard: guardKey, call: ++calls, wall, now });
     inFlight++;
-    // NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL reloads the script.
-    // A client that throws or answers no promise fails the call like a rejection does.
-    const reply = attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
-      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, keys, args);
-      throw error;
-    });
-    reply.then(
+    runDecide(client, keys, args).then(
       (values) => {
         returned();
-        if (isReply(values, batch)) settle(batch, values, wall);
-        else fail(batch, new Error(`the script's reply is malformed (${describe(values)})`));
+        const replies = decodeReply(values, requests, wall);
+        if (replies instanceof Error) fail(batch, replies);
+        else for (const [i, p] of batch.entries()) p.done(undefined, replies[i]);
       },
       (error: unknown) => {
         returned();
@@ -296,9 +233,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const bySlot = new Map<number, string[]>();
       for (const key of keys) {
         const slot = calculateSlot(key);
-        const group = bySlot.get(slot);
-        if (group === undefined) bySlot.set(slot, [key]);
-        else group.push(key);
+        bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
       }
       await Promise.all([...bySlot.values()].map((group) => attempt(() => client.del(group))));
     },
@@ -308,52 +243,6 @@ export function redisStore(options: RedisStoreOptions): Store {
       if (parked.length > 0) unpark();
     },
   };
-}
-
-/**
- * The one parser of the script's reply: per decision, per policy, remaining, resetMs, retryAfterUs
- * (whole µs, which the StoreReply carries as ms to the µs). A decision is allowed when every policy's
- * retry is 0 (a denying policy answers >= 1 µs).
- */
-function settle(batch: Pending[], reply: number[], wall: number): void {
-  let at = 0;
-  for (const { request, done } of batch) {
-    let allowed = true;
-    const n = request.policies.length;
-    const states: PolicyState[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const remaining = reply[at] as number;
-      const resetMs = reply[at + 1] as number;
-      const retryAfterUs = reply[at + 2] as number;
-      at += 3;
-      if (retryAfterUs !== 0) allowed = false;
-      states[i] = { remaining, resetMs, retryAfterMs: retryAfterUs / 1000 };
-      const { period, timeZone } = request.policies[i] as Policy;
-      if (period) (states[i] as PolicyState).windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
-    }
-    done(undefined, { allowed, states });
-  }
-}
-
-/** A client's call as a promise, whatever the client does: a throw or a value that is no promise rejects. */
-function attempt(call: () => unknown): Promise<unknown> {
-  try {
-    const result = call() as Promise<unknown> | undefined;
-    if (typeof result?.then === 'function') return result;
-    return Promise.reject(new Error(`the Redis client answered a command with ${describe(result)}, not a promise`));
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-/** Whether the script's reply has the shape `settle` reads: three integers per (decision, policy). */
-function isReply(values: unknown, batch: Pending[]): values is number[] {
-  if (!Array.isArray(values)) return false;
-  let expected = 0;
-  for (const { request } of batch) expected += 3 * request.policies.length;
-  if (values.length !== expected) return false;
-  for (const v of values) if (typeof v !== 'number') return false;
-  return true;
 }
 
 function fail(batch: Pending[], error: unknown): void {

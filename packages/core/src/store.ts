@@ -25,11 +25,12 @@ export interface StoreRequest {
   /** Read without charging (the cost is then 1). */
   peek: boolean;
   /**
-   * Adjust instead of consume: every policy moves by `delta` without a check (a refund never past full;
-   * a concurrent policy gives `slot` back), and the reply is a peek's after it. `cost` is then unused.
+   * Adjust instead of consume: every policy moves by `delta` without a check (a refund never past full),
+   * and the reply is a peek's after it. `cost` is then unused. With `slot`, a release: the concurrent
+   * policies give the slot back, and the reply is zeros (protocol.ts's opOf is the one reading of this).
    */
   delta?: number;
-  /** The concurrent slot this request takes (consume) or gives back (adjust): a unique id. */
+  /** The concurrent slot this request takes (consume) or gives back (with `delta`: a release): a unique id. */
   slot?: string;
   /**
    * An idempotent consume: `keys` has one more entry after the policies', the id's record. An id

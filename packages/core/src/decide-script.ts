@@ -1,0 +1,65 @@
+// The decide script as the Redis store runs it: loaded by SHA once, reloaded only on NOSCRIPT, its errors
+// naming the lua/ file and line they come from.
+import { createHash } from 'node:crypto';
+import { describe } from './errors.js';
+import { DECIDE_SCRIPT, LUA_LINES } from './lua.generated.js';
+import type { ScriptClient } from './redis-clients.js';
+
+export const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+
+/** Whether a command's first argument is the decide script's (its SHA or its text). */
+export const isDecideScript = (first: unknown): boolean => first === SHA || first === DECIDE_SCRIPT;
+
+/**
+ * Runs the script by its SHA. NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL
+ * reloads the script. A client that throws or answers no promise fails the call like a rejection does;
+ * a script error names its lua/ line (sourceLines).
+ */
+export function runDecide(client: ScriptClient, keys: string[], args: string[]): Promise<unknown> {
+  return attempt(() => client.evalsha(SHA, keys, args))
+    .catch((error: unknown) => {
+      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, keys, args);
+      throw error;
+    })
+    .catch((error: unknown) => {
+      throw sourceLines(error);
+    });
+}
+
+/** A client's call as a promise, whatever the client does: a throw or a value that is no promise rejects. */
+export function attempt(call: () => unknown): Promise<unknown> {
+  try {
+    const result = call() as Promise<unknown> | undefined;
+    if (typeof result?.then === 'function') return result;
+    return Promise.reject(new Error(`the Redis client answered a command with ${describe(result)}, not a promise`));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * The lua/ file and line that line `line` of the generated script comes from, or undefined for a line
+ * scripts/gen-lua.mjs wrote itself (the algorithm dispatch, a file's marker).
+ * @example luaSource(1) // undefined: the prelude's marker; luaSource(2) // 'lua/prelude.lua:1'
+ */
+export function luaSource(line: number): string | undefined {
+  for (const [first, file, fileLine, lines] of LUA_LINES) {
+    if (line >= first && line < first + lines) return `${file}:${fileLine + line - first}`;
+  }
+  return undefined;
+}
+
+/**
+ * A script error with each `user_script:<line>` Redis names rewritten as the lua/ file and line it comes
+ * from (`lua/token-bucket.lua:42 (user_script:180)`). The error is the same object, its message changed;
+ * anything else passes unchanged.
+ * @example sourceLines(new Error('ERR user_script:180: WRONGTYPE ...')).message // 'ERR lua/token-bucket.lua:42 ...'
+ */
+export function sourceLines(error: unknown): unknown {
+  if (!(error instanceof Error) || !error.message.includes('user_script:')) return error;
+  error.message = error.message.replace(/user_script:(\d+)/g, (found, line: string) => {
+    const source = luaSource(Number(line));
+    return source === undefined ? found : `${source} (${found})`;
+  });
+  return error;
+}

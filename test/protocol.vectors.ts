@@ -1,0 +1,120 @@
+// Fixed test vectors of the store protocol (packages/core/src/protocol.ts): batches of requests, and the
+// exact KEYS and ARGV they encode to on a test clock. test/protocol.redis.test.ts pins the encoding and
+// has the script on Redis and the memory store answer each batch.
+import { parsePolicy } from '../packages/core/src/policy';
+import type { StoreRequest } from '../packages/core/src/store';
+
+/** The test clock: 2026-01-15 12:00:00.250 UTC. */
+export const NOW = Date.UTC(2026, 0, 15, 12, 0, 0, 250);
+const DAY = 86_400_000;
+const MIDNIGHT = Date.UTC(2026, 0, 15);
+
+const tb = parsePolicy('10/1m');
+const fw = parsePolicy({ limit: 3, window: '1s', algorithm: 'fixed-window' });
+const sw = parsePolicy({ limit: 5, window: '10s', algorithm: 'sliding-window' });
+const sl = parsePolicy({ limit: 2, window: '1s', algorithm: 'sliding-log' });
+const cc = parsePolicy({ concurrent: 1, lease: '10s' });
+const day = parsePolicy('2/day');
+// A run joins requests whose policies are one array (a policy set's, as the limiter sends them).
+const tbOnly = [tb];
+const ccOnly = [cc];
+const tbFw = [tb, fw];
+const swSl = [sw, sl];
+const tbDay = [tb, day];
+
+const consume = (keys: string[], policies: readonly (typeof tb)[], cost = 1, more: Partial<StoreRequest> = {}): StoreRequest => ({
+  keys,
+  policies,
+  cost,
+  peek: false,
+  ...more,
+});
+
+export interface Vector {
+  name: string;
+  requests: StoreRequest[];
+  keys: string[];
+  args: string[];
+}
+
+// KEYS: the guard 'g', then per request its keys. ARGV: call 1, the test clock, P specs (code, limit,
+// window, burst, starts), then runs (count, op, cost, idTtl, slots, n, spec numbers).
+export const VECTORS: Vector[] = [
+  {
+    name: 'consumes and a peek under several policies of several algorithms',
+    requests: [
+      consume(['{a}tb', '{a}fw'], tbFw),
+      consume(['{a}tb', '{a}fw'], tbFw),
+      { keys: ['{a}tb', '{a}fw'], policies: tbFw, cost: 1, peek: true },
+      consume(['{b}sw', '{b}sl'], swSl, 2),
+      consume(['{b}sw', '{b}sl'], swSl, 1),
+    ],
+    keys: ['g', '{a}tb', '{a}fw', '{a}tb', '{a}fw', '{a}tb', '{a}fw', '{b}sw', '{b}sl', '{b}sw', '{b}sl'],
+    args: [
+      ...['1', String(NOW), '4'],
+      ...['tb', '10', '60000', '10', '', 'fw', '3', '1000', '3', '', 'sw', '5', '10000', '5', '', 'sl', '2', '1000', '2', ''],
+      ...['2', 'c', '1', '0', '', '2', '1', '2'],
+      ...['1', 'p', '1', '0', '', '2', '1', '2'],
+      ...['1', 'c', '2', '0', '', '2', '3', '4'],
+      ...['1', 'c', '1', '0', '', '2', '3', '4'],
+    ],
+  },
+  {
+    name: 'an id: charged once, answered as a replay after, and a consume without it',
+    requests: [
+      consume(['{c}tb', '{c}id'], tbOnly, 4, { idTtlMs: 60_000 }),
+      consume(['{c}tb', '{c}id'], tbOnly, 4, { idTtlMs: 60_000 }),
+      consume(['{c}tb'], tbOnly, 4),
+      consume(['{c}tb'], tbOnly, 4),
+    ],
+    keys: ['g', '{c}tb', '{c}id', '{c}tb', '{c}id', '{c}tb', '{c}tb'],
+    args: [
+      ...['1', String(NOW), '1', 'tb', '10', '60000', '10', ''],
+      ...['2', 'c', '4', '60000', '', '1', '1'],
+      ...['2', 'c', '4', '0', '', '1', '1'],
+    ],
+  },
+  {
+    name: 'a slot taken, refused, given back, taken again',
+    requests: [
+      consume(['{d}cc'], ccOnly, 1, { slot: 's1' }),
+      consume(['{d}cc'], ccOnly, 1, { slot: 's2' }),
+      consume(['{d}cc'], ccOnly, 1, { delta: -1, slot: 's1' }),
+      consume(['{d}cc'], ccOnly, 1, { slot: 's3' }),
+    ],
+    keys: ['g', '{d}cc', '{d}cc', '{d}cc', '{d}cc'],
+    args: [
+      ...['1', String(NOW), '1', 'cc', '1', '10000', '1', ''],
+      ...['2', 'c', '1', '0', 's1 s2', '1', '1'],
+      ...['1', 'r', '-1', '0', 's1', '1', '1'],
+      ...['1', 'c', '1', '0', 's3', '1', '1'],
+    ],
+  },
+  {
+    name: 'adjustments: a refund, a charge past the limit, then a consume refused',
+    requests: [
+      consume(['{e}tb', '{e}fw'], tbFw, 3),
+      consume(['{e}tb', '{e}fw'], tbFw, 1, { delta: -2 }),
+      consume(['{e}tb'], tbOnly, 1, { delta: 12 }),
+      consume(['{e}tb'], tbOnly, 1),
+    ],
+    keys: ['g', '{e}tb', '{e}fw', '{e}tb', '{e}fw', '{e}tb', '{e}tb'],
+    args: [
+      ...['1', String(NOW), '2', 'tb', '10', '60000', '10', '', 'fw', '3', '1000', '3', ''],
+      ...['1', 'c', '3', '0', '', '2', '1', '2'],
+      ...['1', 'a', '-2', '0', '', '2', '1', '2'],
+      ...['1', 'a', '12', '0', '', '1', '1'],
+      ...['1', 'c', '1', '0', '', '1', '1'],
+    ],
+  },
+  {
+    name: 'a calendar quota beside a token bucket: its spec carries the period starts',
+    requests: [consume(['{f}tb', '{f}day'], tbDay), consume(['{f}tb', '{f}day'], tbDay), consume(['{f}tb', '{f}day'], tbDay)],
+    keys: ['g', '{f}tb', '{f}day', '{f}tb', '{f}day', '{f}tb', '{f}day'],
+    args: [
+      ...['1', String(NOW), '2', 'tb', '10', '60000', '10', ''],
+      ...['ca', '2', String(DAY), '2', [MIDNIGHT - DAY, MIDNIGHT, MIDNIGHT + DAY, MIDNIGHT + 2 * DAY].join(' ')],
+      ...['3', 'c', '1', '0', '', '2', '1', '2'],
+    ],
+  },
+];
