@@ -22,8 +22,8 @@ const ROUNDS = Number(arg('rounds', 5));
 const PER_ROUND = Number(arg('keys-per-round', 40_000));
 const KEYS = 10_000;
 const BATCHES = [16, 512];
-// sluice's token bucket spec: limit, window (ms) and burst high enough never to deny.
-const TB = ['tb', '1000000', '3600000', '1000000'];
+// sluice's token bucket spec (packages/core/src/protocol.ts): limit, window (ms) and burst high enough never to deny, no period starts.
+const TB = ['tb', '1000000', '3600000', '1000000', ''];
 
 const redis = await startRedis();
 const { client } = redis;
@@ -70,8 +70,8 @@ function calls(name, batch, total) {
       const keys = [];
       for (let i = 0; i < batch; i++) keys.push(`floor:{k${next++ % KEYS}}:t`);
       if (name === SLUICE) {
-        // The call guard and one run of `batch` consumes of cost 1 under one spec (lua/decide.lua's layout).
-        const args = [String(++guarded), '', '1', ...TB, String(batch), 'c', '1', '1', '1'];
+        // The call guard and one run of `batch` consumes of cost 1, no id, no slot, under one spec (protocol.ts's layout).
+        const args = [String(++guarded), '', '1', ...TB, String(batch), 'c', '1', '0', '', '1', '1'];
         await client.evalshaBuffer(decideSha, keys.length + 1, ['floor:guard', ...keys], args);
       } else await client.evalshaBuffer(shas[name], keys.length, keys);
     }
