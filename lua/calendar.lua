@@ -2,11 +2,12 @@
 -- counted like a fixed window whose bounds are the period's.
 -- code: ca
 -- Contract: calendar(key, now, limit, starts, burst, cost, apply)
---   starts  the candidate period starts, epoch ms ascending, space-separated. Lua has no time-zone
---           database, so the app computes them for the zone around its own clock (the period before
---           its now, its now's and the two after); the period that holds the server's now counts, so no
---           app clock decides. Beyond them (a clock more than a period off) periods go on at the length
---           of the nearest candidate one. burst is unused.
+--   starts  the candidate period starts, epoch ms ascending, space-separated: a field of the spec of
+--           its own (packages/core/src/protocol.ts), which decide.lua passes in the window's place. Lua
+--           has no time-zone database, so the app computes them for the zone around its own clock (the
+--           period before its now, its now's and the two after); the period that holds the server's now
+--           counts, so no app clock decides. Beyond them (a clock more than a period off) periods go
+--           on at the length of the nearest candidate one. burst is unused.
 --   key     KEYS entry holding "start end count"
 -- Reply: ok, remaining (integer), resetMs (to the period's end, also when unused),
 --   retryAfterUs (to the period's end in whole µs, rounded up: 0 when ok, else >= 1)

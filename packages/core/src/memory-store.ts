@@ -2,7 +2,7 @@ import { ALGORITHMS, type StepResult } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
 import { idOf, opOf } from './protocol.js';
-import type { Store, StoreReply, StoreRequest } from './store.js';
+import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
 
 /** Options of memoryStore(). */
 export interface MemoryStoreOptions {
@@ -113,20 +113,25 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     const take = op === 'c' && !replay;
     const cost = op === 'c' ? request.cost : 1;
     let apply = take && n === 1;
-    let steps: StepResult<unknown>[];
-    let allowed: boolean;
+    const steps: StepResult<unknown>[] = new Array(n);
+    let allowed = true;
     for (;;) {
-      steps = policies.map((p, i) => ALGORITHMS[p.algorithm].step(read(keys[i]!, now) as never, now, p, cost, apply, slot));
-      allowed = steps.every((step) => step.ok);
+      allowed = true;
+      for (let i = 0; i < n; i++) {
+        const step = ALGORITHMS[policies[i]!.algorithm].step(read(keys[i]!, now) as never, now, policies[i]!, cost, apply, slot);
+        steps[i] = step;
+        allowed &&= step.ok;
+      }
       if (!allowed || !take || apply) break;
       apply = true;
     }
-    const states = steps.map((step, i) => {
-      if (apply && step.next) write(keys[i]!, step.next.state, now + step.next.ttlMs, now);
-      const { remaining, resetMs, windowMs } = step;
-      const retryAfterMs = replay ? 0 : step.retryAfterMs;
-      return windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs };
-    });
+    const states: PolicyState[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const { remaining, resetMs, next, windowMs } = steps[i]!;
+      if (apply && next) write(keys[i]!, next.state, now + next.ttlMs, now);
+      const retryAfterMs = replay ? 0 : steps[i]!.retryAfterMs;
+      states[i] = windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs };
+    }
     if (apply && allowed && idTtl > 0) write(keys[n]!, true, now + Math.ceil(idTtl), now);
     return { allowed: allowed || replay, states };
   }
