@@ -20,7 +20,7 @@
 // Every contender also gets CPU added per request over the bare app of the same round: its server's and
 // Redis' CPU µs per request less the bare app's.
 //   --profile DIR                    run the servers under node --cpu-prof, profiles in DIR
-//                                    (summarize with: node bench/http-servers/profile-summary.mjs DIR/*/*.cpuprofile)
+//                                    (summarize with: node bench/lab/profile-summary.mjs DIR/*/*.cpuprofile)
 import { execFileSync, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';

@@ -18,11 +18,11 @@
 // asked until denied. (SIGSTOP on the replica does not lose writes on 127.0.0.1: the kernel holds
 // what the master sent in the replica's socket buffer and the replica reads it on SIGCONT.)
 //
-// Usage: pnpm build && node bench/eviction.mjs [--maxmemory-mb 16] [--limit 10] [--keys 2000] [--lost 4] [--step-ms 1100]
+// Usage: pnpm build && node bench/lab/eviction.mjs [--maxmemory-mb 16] [--limit 10] [--keys 2000] [--lost 4] [--step-ms 1100]
 import { createLimiter, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
-import { startServer } from '../test/support/redis-harness.mjs';
-import { arg } from './args.mjs';
+import { startServer } from '../../test/support/redis-harness.mjs';
+import { arg } from '../args.mjs';
 
 const MAXMEMORY_MB = Number(arg('maxmemory-mb', 16));
 const LIMIT = Number(arg('limit', 10));

@@ -10,13 +10,13 @@
 // round, as bench/core.mjs reads it; Node CPU per key is this process' (building the calls, parsing the
 // replies), for the floor's calls at 512 against sluice's limiter.consume() at 512 in flight.
 // Rounds interleave the contenders; figures are median (min-max) over rounds.
-// Usage: pnpm build && node bench/floor.mjs [--rounds 5] [--keys-per-round 40000]
+// Usage: pnpm build && node bench/lab/floor.mjs [--rounds 5] [--keys-per-round 40000]
 import { createHash } from 'node:crypto';
 import { createLimiter, redisStore } from '@sluice/core';
-import { DECIDE_SCRIPT } from '../packages/core/dist/esm/lua.generated.js';
-import { arg } from './args.mjs';
-import { startRedis } from './redis-server.mjs';
-import { stats } from './stats.mjs';
+import { DECIDE_SCRIPT } from '../../packages/core/dist/esm/lua.generated.js';
+import { arg } from '../args.mjs';
+import { startRedis } from '../redis-server.mjs';
+import { stats } from '../stats.mjs';
 
 const ROUNDS = Number(arg('rounds', 5));
 const PER_ROUND = Number(arg('keys-per-round', 40_000));
@@ -135,7 +135,7 @@ Against issue 17's targets (medians):
 - CPU added per HTTP request, target at most 3 µs (server + Redis) on Fastify and Koa: at ${BATCHES[0]} keys per call, Redis alone spends ${floor(BATCHES[0]).toFixed(2)} µs per key on the floor (${alone(BATCHES[0]).toFixed(2)} of it the call's own cost), before the server's share.
 - Node CPU per decision at 512 in flight, target at most 1.2 µs: sluice's consume() ${stats(figures[WHOLE].node).median.toFixed(2)} µs, the floor's raw calls ${stats(figures[`the floor: GET + SET KEEPTTL per key @512`].node).median.toFixed(2)} µs.`);
 
-const { writeResults } = await import('./results.mjs');
+const { writeResults } = await import('../results.mjs');
 writeResults('floor', { rounds: ROUNDS, keysPerRound: PER_ROUND, rows });
 await limiter.close();
 await redis.stop();

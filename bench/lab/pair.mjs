@@ -10,14 +10,14 @@
 //   --mode-a, --mode-b  tb (the limiter's own token bucket, the default), call (the same policy given
 //                       per call, as a plan object built per request), day (a calendar quota) or slot
 //                       (a consume on a concurrent policy, then its release(): figures per pair)
-// Usage: pnpm build && node bench/pair.mjs [--a DIR] [--b DIR] [--mode-a tb] [--mode-b tb] [--rounds 20] [--slice 500]
+// Usage: pnpm build && node bench/lab/pair.mjs [--a DIR] [--b DIR] [--mode-a tb] [--mode-b tb] [--rounds 20] [--slice 500]
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Redis from 'ioredis';
-import { arg } from './args.mjs';
-import { startRedis } from './redis-server.mjs';
+import { arg } from '../args.mjs';
+import { startRedis } from '../redis-server.mjs';
 
-const here = fileURLToPath(new URL('..', import.meta.url));
+const here = fileURLToPath(new URL('../..', import.meta.url));
 const ROUNDS = Number(arg('rounds', 20));
 const SLICE_MS = Number(arg('slice', 500));
 const PLAN = { limit: 1_000_000, window: '1h' };

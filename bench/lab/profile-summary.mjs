@@ -2,7 +2,7 @@
 // Per profile: the share of busy time by part (sluice adapter, core http layer, core limiter, redis-store,
 // ioredis, framework, Node's net/http, GC...), self (the leaf's part; a native leaf counts for the JS that
 // called it) and inclusive (any frame of the stack in that part), then the functions with most self time.
-// Usage: node bench/http-servers/profile-summary.mjs FILE.cpuprofile|DIR [...] [--top 25]
+// Usage: node bench/lab/profile-summary.mjs FILE.cpuprofile|DIR [...] [--top 25]
 // (a DIR stands for its largest profile: a server's main thread, not its module hooks thread)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';

@@ -12,13 +12,13 @@
 // warm-up grows less than 10%; no request hangs (no autocannon timeout, no request in flight on the
 // server longer than 2 s at any sample, none in flight at the end); no unhandled rejection; every
 // response a 200 or a 429.
-// Not in CI. Usage: pnpm build && node bench/soak.mjs [--minutes 10] [--rate 300] [--restart-every 2]
+// Not in CI. Usage: pnpm build && node bench/lab/soak.mjs [--minutes 10] [--rate 300] [--restart-every 2]
 //   [--down 1] [--warmup 1] [--connections 32]
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { startServer } from '../test/support/redis-harness.mjs';
-import { arg } from './args.mjs';
+import { startServer } from '../../test/support/redis-harness.mjs';
+import { arg } from '../args.mjs';
 
 const KEYS = 100_000;
 const HEADER = 'x-client-id';

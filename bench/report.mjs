@@ -1,0 +1,146 @@
+// bench/RESULTS.md's generated tables, from the benchmarks' JSON (bench/results/*.json, bench/results.mjs).
+// In RESULTS.md each sits between `<!-- report:NAME -->` and `<!-- /report:NAME -->`; a table opens with its
+// run's stamp (date, commit, load average, command). `--write` replaces the blocks whose JSON is there and
+// leaves the others as they are (figures copied from runs made before the JSON was kept, or on another
+// machine: bench/results/ is not committed). Without it, the tables are printed.
+// Usage: node bench/report.mjs [--results bench/results] [--write]
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { arg } from './args.mjs';
+import { RESULTS_DIR } from './results.mjs';
+
+const RESULTS = resolve(arg('results', RESULTS_DIR));
+const PAGE = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+
+const read = (name) => {
+  const file = join(RESULTS, `${name}.json`);
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+};
+const num = (x, digits = 0) =>
+  x === undefined || x === null ? '' : x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const spread = (s, digits = 0) => (s ? `${num(s.median, digits)} (${num(s.min, digits)}–${num(s.max, digits)})` : '');
+const pct = (x) => `${num(x * 100, 1)}%`;
+const table = (head, rows) => [
+  `| ${head.join(' | ')} |`,
+  `| ${head.map(() => '---').join(' | ')} |`,
+  ...rows.map((r) => `| ${r.join(' | ')} |`),
+];
+
+function stamp(r) {
+  const changed = r.uncommittedChanges ? ` (+${r.uncommittedChanges} files changed under packages/ and lua/)` : '';
+  const load = r.machine?.loadavg ? `, load average ${r.machine.loadavg[0]} on ${r.machine.cpus} CPUs` : '';
+  return `Run of ${String(r.date).slice(0, 16).replace('T', ' ')} UTC, commit ${r.commit}${changed}${load}: \`${r.command}\``;
+}
+
+/** Each report: the JSON files it reads, and the lines of its table. */
+const REPORTS = {
+  core: () => {
+    const r = read('core');
+    if (!r) return undefined;
+    const rows = r.contenders.map((c) => [
+      c.name,
+      num(c.nodeCpuUsPerDecision?.median, 2),
+      num(c.scriptUsPerDecision, 2),
+      ...[1, 64, 512].map((n) => spread(c.decisionsPerSecond[n])),
+    ]);
+    const ratio = r.tokenBucketOverFasterLibrary?.[512];
+    return [
+      stamp(r),
+      '',
+      ...table(['contender', 'Node CPU µs per decision @512', 'script µs', 'decisions/s @1', '@64', '@512'], rows),
+      '',
+      `Token bucket over the faster library at 512 in flight, per round: ${spread(ratio, 2)} (target ≥ 2).`,
+    ];
+  },
+  http: () => {
+    const r = read('http');
+    if (!r) return undefined;
+    const rows = Object.entries(r.frameworks).flatMap(([framework, cs]) =>
+      cs
+        .filter((c) => c.contender !== 'bare')
+        .map((c) => [
+          framework,
+          c.label,
+          spread(c.requestsPerSecond),
+          spread(c.ratioToBare, 2),
+          spread(c.cpuAddedUsPerRequest, 1),
+          num(c.redisCpuUsPerRequest, 1),
+          num(c.scriptsPerRequest, 3),
+        ]),
+    );
+    const head = ['framework', 'contender', 'req/s', 'ratio to bare', 'CPU µs added per request', 'Redis CPU µs', 'scripts per request'];
+    return [stamp(r), '', ...table(head, rows), '', ...(r.targets ?? []).map((t) => `- ${t}`)];
+  },
+  outage: () => {
+    const r = read('outage');
+    if (!r) return undefined;
+    const cap = r.settings?.cap ?? Number.POSITIVE_INFINITY;
+    const ms = (x) => (x >= cap ? `≥${cap}` : num(x, x < 10 ? 1 : 0));
+    const rows = r.phases.map((p) => [p.contender, p.phase, num(p.requests), num(p.rps), ms(p.p50), ms(p.p99), ms(p.max)]);
+    return [stamp(r), '', ...table(['contender', 'Redis', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'max ms'], rows)];
+  },
+  hotkey: () => {
+    const r = read('hotkey');
+    if (!r) return undefined;
+    const rows = r.floods.flatMap((f) =>
+      f.modes.map((m) => [f.flood, f.algorithm, m.mode, spread(m.requestsPerSecond), spread(m.decisionsSentPerRequest, 3)]),
+    );
+    return [stamp(r), '', ...table(['flood', 'algorithm', 'mode', 'requests/s', 'decisions sent to Redis per request'], rows)];
+  },
+  overload: () => {
+    const r = read('overload');
+    if (!r) return undefined;
+    const rows = Object.entries(r.frameworks).flatMap(([framework, f]) =>
+      Object.entries(f.contenders).map(([contender, c], i) => {
+        const g = (load) => c[load].goodput.median;
+        const shed = c[4].shed.median || c[4].lost.median ? `${pct(c[4].shed.median)} shed, ${pct(c[4].lost.median)} lost` : '0%';
+        return [
+          i ? '' : `${framework} (${num(f.capacity)}/s)`,
+          contender,
+          spread(c[1].goodput),
+          spread(c[2].goodput),
+          spread(c[4].goodput),
+          `${num(g(2) / g(1), 2)}, ${num(g(4) / g(1), 2)}`,
+          `${num(c[2].p99.median)}, ${num(c[4].p99.median)}`,
+          shed,
+          c.critical ? pct(c.critical.critical.median) : '',
+        ];
+      }),
+    );
+    const head = ['framework (capacity)', 'contender', 'goodput 1x', '2x', '4x', '2x / 1x, 4x / 1x', 'p99 ms of 2xx at 2x, 4x'];
+    return [stamp(r), '', ...table([...head, 'at 4x', `4x, 20% critical: critical 2xx in ${r.goodMs} ms`], rows)];
+  },
+  'lua-instructions': () => {
+    const files = existsSync(RESULTS) ? readdirSync(RESULTS).filter((f) => /^lua-instructions-.*\.json$/.test(f)) : [];
+    if (!files.length) return undefined;
+    const rs = files.sort().map((f) => JSON.parse(readFileSync(join(RESULTS, f), 'utf8')));
+    const per = (r) => (/-(pair|settle)$/.test(r.bench) ? 'pair' : 'decision');
+    const rows = rs.map((r) => [
+      r.bench.replace('lua-instructions-', ''),
+      num(r.settings.batch),
+      `${num(r.instructionsPerDecision)} per ${per(r)}`,
+      `${String(r.date).slice(0, 16).replace('T', ' ')}, ${r.commit}${r.uncommittedChanges ? ` (+${r.uncommittedChanges})` : ''}`,
+      `\`${r.command}\``,
+    ]);
+    return table(['run', 'per call', 'instructions', 'when (UTC), commit', 'command'], rows);
+  },
+};
+
+const made = Object.entries(REPORTS).map(([name, make]) => [name, make()]);
+if (!process.argv.includes('--write')) {
+  for (const [name, lines] of made)
+    console.log(`<!-- report:${name} -->\n${lines ? lines.join('\n') : `(no ${name} JSON in ${RESULTS})`}\n`);
+} else {
+  let page = readFileSync(PAGE, 'utf8');
+  for (const [name, lines] of made) {
+    const block = new RegExp(`(<!-- report:${name} -->\\n)[\\s\\S]*?(<!-- /report:${name} -->)`);
+    if (!block.test(page)) console.log(`${name}: no block in RESULTS.md`);
+    else if (!lines) console.log(`${name}: no JSON, the block is left as it is`);
+    else {
+      page = page.replace(block, (_, open, close) => `${open}${lines.join('\n')}\n${close}`);
+      console.log(`${name}: written`);
+    }
+  }
+  writeFileSync(PAGE, page);
+}
