@@ -1,22 +1,14 @@
-// @sluice/core/adapter: the kit the Express, Fastify and Koa adapters share (option resolution, the
-// per-request check, the problem+json body, header stacking, route merging). Not for applications:
-// what they may rely on is the package root.
-export type {
-  AdapterOwn,
-  HttpLimit,
-  HttpLimitOptions,
-  HttpVerdict,
-  LimitedBody,
-  LimitedResponse,
-  PeerSpelling,
-  PeerSpellings,
-  PolicyGiven,
-  PolicyOf,
-  RawResponse,
-} from './adapter-kit.js';
-export { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
+// @sluice/core/adapter: the kit the Express, Fastify and Koa adapters share (adapter/: options, peer
+// spellings, key and route scope, verdict, headers, problem body, settle, shed). It exports what the
+// adapters import, no more. Not for applications: what they may rely on is the package root.
+
+export { stackHeaders } from './adapter/headers.js';
+export { mergeHttpOptions } from './adapter/merge.js';
+export type { HttpLimitOptions, PolicyGiven } from './adapter/options.js';
+export type { PeerSpellings } from './adapter/peers.js';
+export type { LimitedResponse } from './adapter/problem.js';
+export { routeScope } from './adapter/scope.js';
+export { type ShedOptions, shedGate } from './adapter/shed.js';
+export { type HttpLimit, httpLimit } from './adapter/verdict.js';
 export { badOption } from './errors.js';
-export type { OptionSpec } from './options.js';
-export { isBoolean, isFunction, own, resolve } from './options.js';
-export type { ShedGate, ShedOptions, ShedRawResponse, ShedResponse } from './shed-kit.js';
-export { shedGate } from './shed-kit.js';
+export { isBoolean, isFunction, own, resolve, spec } from './options.js';

@@ -6,9 +6,12 @@ export type HeadersMode = 'draft' | 'legacy' | 'both' | false;
 
 export const HEADERS_MODES: readonly HeadersMode[] = ['draft', 'legacy', 'both', false];
 
-/** Validates a `headers` option; undefined means the default 'draft'. */
+/** The mode when none is given, here and in every adapter. */
+export const DEFAULT_HEADERS_MODE: HeadersMode = 'draft';
+
+/** Validates a `headers` option; undefined means the default, DEFAULT_HEADERS_MODE. */
 export function parseHeadersMode(value: unknown, option = 'headers'): HeadersMode {
-  if (value === undefined) return 'draft';
+  if (value === undefined) return DEFAULT_HEADERS_MODE;
   if (!HEADERS_MODES.includes(value as HeadersMode)) badOption(option, "'draft', 'legacy', 'both' or false", value);
   return value as HeadersMode;
 }
@@ -37,7 +40,7 @@ function member(p: PolicyDecision): string {
  * @example rateLimitHeaders(decision) // { 'RateLimit-Policy': '"100-per-60s";q=100;w=60', RateLimit: '"100-per-60s";r=42;t=18' }
  */
 export function rateLimitHeaders(decision: Decision, options: { headers?: HeadersMode } = {}): Record<string, string> {
-  const mode = options.headers ?? 'draft';
+  const mode = options.headers ?? DEFAULT_HEADERS_MODE;
   const out: Record<string, string> = {};
   if (!decision.allowed) out['Retry-After'] = String(retryAfterSeconds(decision));
   const known = decision.source !== 'fail-open';

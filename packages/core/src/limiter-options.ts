@@ -4,8 +4,19 @@ import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { memoryStore } from './memory-store.js';
-import { checkNames, isBoolean, isFunction, isPositiveInteger, type OptionSpec, own, ownCopy, type Resolved, resolve } from './options.js';
-import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import {
+  checkNames,
+  isBoolean,
+  isFunction,
+  isPositiveInteger,
+  type OptionSpec,
+  own,
+  ownCopy,
+  type Resolved,
+  resolve,
+  spec,
+} from './options.js';
+import { isConcurrent, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
 import type { Store } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
@@ -67,93 +78,68 @@ const PREFIX = /^[!-z|]{1,64}$/; // printable ASCII without braces (hash tags) o
 const DENY_CACHE_KEYS = 10_000;
 const BREAKER = { failures: 5, cooldown: 500 };
 
-/** createLimiter's options, each once: its default, its check, its doc line. */
+function isStore(v: unknown, n: string): Store {
+  if (v === null || typeof v !== 'object' || typeof (v as Store).decide !== 'function') {
+    badOption(n, 'a Store, such as memoryStore() or redisStore({ client })', v);
+  }
+  return v as Store;
+}
+
+function isPrefix(v: unknown, n: string): string {
+  if (typeof v !== 'string' || !PREFIX.test(v)) badOption(n, 'a string of 1 to 64 printable characters without braces or spaces', v);
+  return v;
+}
+
+function isFailMode(v: unknown, n: string): FailMode {
+  if (v !== 'open' && v !== 'closed') badOption(n, "'open' or 'closed'", v);
+  return v;
+}
+
+function isTimeout(v: unknown, n: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) badOption(n, 'a positive number of ms', v);
+  return v;
+}
+
+/** denyCache: true, false or { maxKeys }, as the most keys answered locally (0 for none). */
+function denyCacheKeys(v: unknown, n: string): number {
+  if (v === true) return DENY_CACHE_KEYS;
+  if (v === false) return 0;
+  const maxKeys = typeof v === 'object' && v !== null ? own(v, 'maxKeys') : undefined;
+  if (!Number.isSafeInteger(maxKeys) || (maxKeys as number) < 1) badOption(n, 'true, false or { maxKeys: positive integer }', v);
+  return maxKeys as number;
+}
+
+/** breaker: false, or { failures, cooldown } over the defaults; false is a breaker that never opens. */
+function breakerSettings(v: unknown, n: string): { failures: number; cooldown: number } {
+  if (v === false) return { failures: 0, cooldown: 0 };
+  if (v === null || typeof v !== 'object') badOption(n, 'false or { failures, cooldown }', v);
+  checkNames(v, ['failures', 'cooldown'], 'a breaker option', `${n}.`);
+  const b = ownCopy(v);
+  return {
+    failures: b.failures === undefined ? BREAKER.failures : isPositiveInteger(b.failures, `${n}.failures`),
+    cooldown: b.cooldown === undefined ? BREAKER.cooldown : parseDuration(b.cooldown, `${n}.cooldown`),
+  };
+}
+
+/** createLimiter's options, each once: its check and its default (the doc comments above end with the same). */
 export const LIMITER_OPTIONS = {
-  policy: {
-    doc: 'one policy or several, all of which must pass; required unless each consume gives its own',
-    check: (v, n) => parsePolicies(v, n),
-  } as OptionSpec<Policy[] | undefined>,
-  store: {
-    doc: 'where counters live; default memoryStore()',
-    check: (v, n) => {
-      if (v === null || typeof v !== 'object' || typeof (v as Store).decide !== 'function') {
-        badOption(n, 'a Store, such as memoryStore() or redisStore({ client })', v);
-      }
-      return v as Store;
-    },
-  } as OptionSpec<Store | undefined>,
-  prefix: {
-    doc: "key namespace; default 'sluice'",
-    default: 'sluice',
-    check: (v, n) => {
-      if (typeof v !== 'string' || !PREFIX.test(v)) badOption(n, 'a string of 1 to 64 printable characters without braces or spaces', v);
-      return v;
-    },
-  },
-  failMode: {
-    doc: "'open' or 'closed' when the store fails; default 'closed'",
-    default: 'closed',
-    check: (v, n) => {
-      if (v !== 'open' && v !== 'closed') badOption(n, "'open' or 'closed'", v);
-      return v;
-    },
-  } as OptionSpec<FailMode>,
-  fallback: {
-    doc: "the local limit while the store is down; default the call's policies",
-    check: (v, n) => parsePolicies(v, n),
-  } as OptionSpec<Policy[] | undefined>,
-  timeout: {
-    doc: 'ms budget for one store call; default 50',
-    default: 50,
-    check: (v, n) => {
-      if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) badOption(n, 'a positive number of ms', v);
-      return v;
-    },
-  },
-  shards: { doc: 'sub-keys per key (hot keys); default 1', default: 1, check: (v, n) => shardCount(v, n) },
-  denyCache: {
-    doc: 'most keys whose store denials are answered locally, 0 for none; default 10000',
-    default: DENY_CACHE_KEYS,
-    check: (v, n) => {
-      if (v === true) return DENY_CACHE_KEYS;
-      if (v === false) return 0;
-      const maxKeys = typeof v === 'object' && v !== null ? own(v, 'maxKeys') : undefined;
-      if (!Number.isSafeInteger(maxKeys) || (maxKeys as number) < 1) badOption(n, 'true, false or { maxKeys: positive integer }', v);
-      return maxKeys as number;
-    },
-  },
-  prefilter: { doc: 'a local first tier; default none', check: (v, n) => parsePolicy(v, n) } as OptionSpec<Policy | undefined>,
-  shadow: { doc: 'decide and report, never deny; default false', default: false, check: isBoolean },
-  breaker: {
-    doc: 'failures in a row that open the breaker and its cooldown, or false; default { failures: 5, cooldown: 500 }',
-    default: BREAKER,
-    check: (v, n) => {
-      if (v === false) return { failures: 0, cooldown: 0 };
-      if (v === null || typeof v !== 'object') badOption(n, 'false or { failures, cooldown }', v);
-      checkNames(v, ['failures', 'cooldown'], 'a breaker option', `${n}.`);
-      const b = ownCopy(v);
-      return {
-        failures: b.failures === undefined ? BREAKER.failures : isPositiveInteger(b.failures, `${n}.failures`),
-        cooldown: b.cooldown === undefined ? BREAKER.cooldown : parseDuration(b.cooldown, `${n}.cooldown`),
-      };
-    },
-  },
-  onEvent: { doc: 'hears store errors, breaker changes, fallbacks and denials', check: isFunction } as OptionSpec<
-    ((event: LimiterEvent) => void) | undefined
-  >,
-  clock: {
-    doc: 'test hook: the local tiers’ ms clock; default performance.now (Date.now for local counts)',
-    check: isFunction,
-  } as OptionSpec<(() => number) | undefined>,
+  policy: spec(parsePolicies),
+  store: spec(isStore),
+  prefix: spec(isPrefix, 'sluice'),
+  failMode: spec(isFailMode, 'closed'),
+  fallback: spec(parsePolicies),
+  timeout: spec(isTimeout, 50),
+  shards: spec(isPositiveInteger, 1),
+  denyCache: spec(denyCacheKeys, DENY_CACHE_KEYS),
+  prefilter: spec(parsePolicy),
+  shadow: spec(isBoolean, false),
+  breaker: spec(breakerSettings, BREAKER),
+  onEvent: spec<(event: LimiterEvent) => void>(isFunction),
+  clock: spec<() => number>(isFunction),
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
 
 /** The names of createLimiter's options. */
 export const LIMITER_OPTION_NAMES: readonly string[] = Object.keys(LIMITER_OPTIONS);
-
-function shardCount(v: unknown, n: string): number {
-  if (!Number.isSafeInteger(v) || (v as number) < 1) badOption(n, 'a positive integer', v);
-  return v as number;
-}
 
 /** A limiter's options, checked and with defaults applied. */
 export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPTIONS>, 'store' | 'clock'> {
@@ -171,11 +157,8 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
   const o = resolve(LIMITER_OPTIONS, options);
   if (o.prefilter && isConcurrent(o.prefilter)) badOption('prefilter', 'a rate policy, not { concurrent }', 'a concurrent policy');
-  if (o.policy !== undefined) {
-    const most = Math.min(...o.policy.map((p) => Math.min(p.limit, Math.floor(p.burst))));
-    if (o.shards > most) badOption('shards', `an integer from 1 to ${most} (each shard needs a share of every limit)`, o.shards);
-  }
-  // Concurrent policies with shards or a prefilter are refused where every policy set is made (policy-set.ts).
+  // Shards that cannot split a policy, and concurrent policies with shards or a prefilter, are refused
+  // where every policy set is made (policy-set.ts), the limiter's own at construction.
   return {
     ...o,
     store: o.store ?? memoryStore(),

@@ -1,6 +1,6 @@
 import { ALGORITHMS, type StepResult } from './algorithms/index.js';
 import { badOption } from './errors.js';
-import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
+import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from './options.js';
 import { idOf, opOf } from './protocol.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
 
@@ -13,8 +13,8 @@ export interface MemoryStoreOptions {
 }
 
 const MEMORY_OPTIONS = {
-  maxKeys: { doc: 'most keys kept; default 100000', default: 100_000, check: isPositiveInteger },
-  clock: { doc: 'test hook: the ms clock; default Date.now', default: Date.now, check: isFunction } as OptionSpec<() => number>,
+  maxKeys: spec(isPositiveInteger, 100_000),
+  clock: spec<() => number>(isFunction, Date.now),
 } satisfies { [K in keyof MemoryStoreOptions]-?: OptionSpec<unknown> };
 const MEMORY_OPTION_NAMES = Object.keys(MEMORY_OPTIONS);
 

@@ -1,16 +1,25 @@
 // Options tables: each layer (the limiter, the adapter kit, each adapter's extras) lists its options
-// once, with a default, a check and a doc line. The known names, the defaults and the error messages
-// all come from the table.
+// once, each with its check and, when it has one, its default. The known names, the defaults and the
+// error messages all come from the table; what an option means is its doc comment on the options
+// interface, which ends with the same default (options.test.ts holds the two together).
 import { badOption } from './errors.js';
 
-/** One option: how it is checked, and what it means. `check` gets the value given, never undefined. */
+/** One option: how a given value is checked, and the value it takes when absent. */
 export interface OptionSpec<T> {
-  /** One line: what the option does and its default. */
-  doc: string;
   /** The value to use when the option is absent (undefined). */
   default?: T;
-  /** Validates a given value and returns it resolved; throws naming the option (badOption). */
+  /** Validates a given value (never undefined) and returns it resolved; throws naming the option (badOption). */
   check: (value: unknown, name: string) => T;
+}
+
+/**
+ * A table entry: `check` for a given value, `fallback` when the option is absent (none: undefined).
+ * @example const TABLE = { statusCode: spec(isStatus, 429), key: spec<KeyFn>(isFunction) };
+ */
+export function spec<T>(check: (value: unknown, name: string) => T): OptionSpec<T | undefined>;
+export function spec<T>(check: (value: unknown, name: string) => T, fallback: T): OptionSpec<T>;
+export function spec<T>(check: (value: unknown, name: string) => T, fallback?: T): OptionSpec<T | undefined> {
+  return { check, default: fallback };
 }
 
 export type OptionTable = Record<string, OptionSpec<unknown>>;
@@ -38,9 +47,9 @@ export const ownCopy = (o: object): Record<string, unknown> => Object.assign(Obj
 export function resolve<T extends OptionTable>(table: T, input: object): Resolved<T> {
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(table)) {
-    const spec = table[name] as OptionSpec<unknown>;
+    const entry = table[name] as OptionSpec<unknown>;
     const value = own(input, name);
-    out[name] = value === undefined ? spec.default : spec.check(value, name);
+    out[name] = value === undefined ? entry.default : entry.check(value, name);
   }
   return out as Resolved<T>;
 }

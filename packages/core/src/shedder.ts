@@ -4,7 +4,7 @@ import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
-import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve } from './options.js';
+import { checkNames, isFunction, isPositiveInteger, resolve, spec } from './options.js';
 
 /** Who may use which part of the limit: critical all of it, normal all but the critical reserve, sheddable the rest. */
 export type Priority = 'critical' | 'normal' | 'sheddable';
@@ -70,21 +70,23 @@ const fraction = (n: string) => (v: unknown) => (typeof v === 'number' && v >= 0
 const count = (n: string) => (v: unknown) => isPositiveInteger(v, n);
 const object = (v: unknown, n: string): object => (v !== null && typeof v === 'object' ? v : badOption(n, 'an object', v));
 const LIMIT = {
-  initial: { doc: 'start', default: 20, check: count('limit.initial') },
-  min: { doc: 'floor', default: 1, check: count('limit.min') },
-  max: { doc: 'ceiling', default: 1000, check: count('limit.max') },
+  initial: spec(count('limit.initial'), 20),
+  min: spec(count('limit.min'), 1),
+  max: spec(count('limit.max'), 1000),
 };
 const RESERVE = {
-  critical: { doc: 'critical only', default: 0.1, check: fraction('reserve.critical') },
-  normal: { doc: 'normal and up', default: 0.1, check: fraction('reserve.normal') },
+  critical: spec(fraction('reserve.critical'), 0.1),
+  normal: spec(fraction('reserve.normal'), 0.1),
 };
+const duration = (v: unknown, n: string) => parseDuration(v, n);
+/** createShedder's options, each default once (ShedderOptions' doc comments end with the same). */
 const OPTIONS = {
-  limit: { doc: 'adaptive limit bounds', default: {}, check: object },
-  targetDelay: { doc: "default '100ms'", default: 100, check: (v, n) => parseDuration(v, n) } as OptionSpec<number>,
-  reserve: { doc: 'reserved fractions', default: {}, check: object },
-  maxWait: { doc: 'default 0', default: 0, check: (v, n) => (v === 0 ? 0 : parseDuration(v, n)) } as OptionSpec<number>,
-  clock: { doc: 'test hook', check: isFunction } as OptionSpec<(() => number) | undefined>,
-  eventLoopDelay: { doc: 'test hook', check: isFunction } as OptionSpec<(() => number) | undefined>,
+  limit: spec(object, {}),
+  targetDelay: spec(duration, 100),
+  reserve: spec(object, {}),
+  maxWait: spec((v, n) => (v === 0 ? 0 : duration(v, n)), 0),
+  clock: spec<() => number>(isFunction),
+  eventLoopDelay: spec<() => number>(isFunction),
 };
 
 function resolveShedder(options: ShedderOptions) {

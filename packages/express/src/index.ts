@@ -3,12 +3,12 @@ import {
   type HttpLimitOptions,
   httpLimit,
   isFunction,
-  type OptionSpec,
   type PeerSpellings,
   type PolicyGiven,
-  resolve,
+  routeScope,
   type ShedOptions,
   shedGate,
+  spec,
   stackHeaders,
 } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -30,11 +30,7 @@ export interface ExpressOwnOptions {
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
 }
 
-const EXPRESS_OPTIONS = {
-  onLimited: { doc: 'answers a limited request instead of the default 429', check: isFunction } as OptionSpec<
-    ExpressOwnOptions['onLimited']
-  >,
-};
+const EXPRESS_OPTIONS = { onLimited: spec<NonNullable<ExpressOwnOptions['onLimited']>>(isFunction) };
 const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'legacyHeaders'] as const;
 
 /**
@@ -53,14 +49,14 @@ export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const limit = httpLimit<Request, Response>(options, { own: Object.keys(EXPRESS_OPTIONS), peers: PEERS });
-  const { onLimited } = resolve(EXPRESS_OPTIONS, options);
+  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, { own: EXPRESS_OPTIONS, peers: PEERS });
+  const { onLimited } = limit.own;
 
   return function sluiceRateLimit(req, res, next) {
     // On a route, its method and full pattern; elsewhere, the mount.
-    const route = req.route ? `${req.method} ${req.baseUrl}${String(req.route.path)}` : `* ${req.baseUrl}`;
+    const scope = req.route ? routeScope(req.method, `${req.baseUrl}${String(req.route.path)}`) : routeScope(undefined, req.baseUrl);
     limit
-      .check(req, route, () => req.ip)
+      .check(req, scope, () => req.ip)
       .then((verdict) => {
         if (verdict === undefined) return next();
         // A decision already here is an earlier sluice middleware's: join its RateLimit lists.

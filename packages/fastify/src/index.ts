@@ -8,13 +8,14 @@ import {
   isFunction,
   type LimitedResponse,
   mergeHttpOptions,
-  type OptionSpec,
   own as ownValue,
   type PeerSpellings,
   type PolicyGiven,
   resolve,
+  routeScope,
   type ShedOptions,
   shedGate,
+  spec,
 } from '@sluice/core/adapter';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
@@ -43,23 +44,15 @@ export type FastifyRateLimitOptions = FastifyRateLimitRouteOptions &
   FastifyPluginOwnOptions &
   (PolicyGiven<FastifyRequest> | { max: number } | { global: false });
 
-const ROUTE_OPTIONS = {
-  onLimited: { doc: 'answers a limited request instead of the 429 error', check: isFunction } as OptionSpec<
-    FastifyRateLimitRouteOptions['onLimited']
-  >,
-};
-const PLUGIN_OPTIONS = {
-  ...ROUTE_OPTIONS,
-  hook: {
-    doc: "'onRequest' or 'preHandler'; default 'onRequest'",
-    default: 'onRequest',
-    check: (v, n) => {
-      if (v !== 'onRequest' && v !== 'preHandler') badOption(n, "'onRequest' or 'preHandler'", v);
-      return v;
-    },
-  } as OptionSpec<'onRequest' | 'preHandler'>,
-  global: { doc: 'limit every route, or only those with config.rateLimit; default true', default: true, check: isBoolean },
-};
+const ROUTE_OPTIONS = { onLimited: spec<NonNullable<FastifyRateLimitRouteOptions['onLimited']>>(isFunction) };
+type Limit = HttpLimit<FastifyRequest, FastifyReply, typeof ROUTE_OPTIONS>;
+
+function isHook(v: unknown, n: string): 'onRequest' | 'preHandler' {
+  if (v !== 'onRequest' && v !== 'preHandler') badOption(n, "'onRequest' or 'preHandler'", v);
+  return v;
+}
+/** The plugin's own options, each default once (FastifyPluginOwnOptions says the same). */
+const PLUGIN_OPTIONS = { hook: spec(isHook, 'onRequest'), global: spec(isBoolean, true) };
 const PEERS = ['max', 'timeWindow'] as const;
 
 declare module 'fastify' {
@@ -89,13 +82,10 @@ export class RateLimitError extends Error {
   }
 }
 
-function makeHook(
-  limit: HttpLimit<FastifyRequest, FastifyReply>,
-  url: string,
-  onLimited: FastifyRateLimitRouteOptions['onLimited'],
-): onRequestHookHandler {
+function makeHook(limit: Limit, url: string): onRequestHookHandler {
+  const { onLimited } = limit.own;
   return async function sluiceRateLimit(request, reply) {
-    const verdict = await limit.check(request, `${request.method} ${url}`, () => request.ip);
+    const verdict = await limit.check(request, routeScope(request.method, url), () => request.ip);
     if (verdict === undefined) return;
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
@@ -119,8 +109,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
-  const own = { own: Object.keys(ROUTE_OPTIONS), peers: PEERS };
-  const appLimit = global ? httpLimit<FastifyRequest, FastifyReply>(app, own) : undefined;
+  const own = { own: ROUTE_OPTIONS, peers: PEERS };
+  const appLimit: Limit | undefined = global ? httpLimit(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
@@ -128,11 +118,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config === false || (config === undefined && appLimit === undefined)) return;
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
-    const merged = config === undefined ? app : mergeHttpOptions(app, config);
-    const limit =
-      config === undefined ? (appLimit as HttpLimit<FastifyRequest, FastifyReply>) : httpLimit<FastifyRequest, FastifyReply>(merged, own);
-    const { onLimited } = resolve(ROUTE_OPTIONS, merged);
-    const handler = makeHook(limit, route.url, onLimited);
+    const limit: Limit = config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config), own);
+    const handler = makeHook(limit, route.url);
     const existing = route[hook];
     route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];
   });

@@ -3,11 +3,11 @@ import {
   type HttpLimitOptions,
   httpLimit,
   isFunction,
-  type OptionSpec,
   type PolicyGiven,
-  resolve,
+  routeScope,
   type ShedOptions,
   shedGate,
+  spec,
   stackHeaders,
 } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
@@ -25,9 +25,7 @@ export interface KoaOwnOptions {
   onLimited?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }
 
-const KOA_OPTIONS = {
-  onLimited: { doc: 'answers a limited request instead of the default 429', check: isFunction } as OptionSpec<KoaOwnOptions['onLimited']>,
-};
+const KOA_OPTIONS = { onLimited: spec<NonNullable<KoaOwnOptions['onLimited']>>(isFunction) };
 
 /** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. A policy or a limiter is required. */
 export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & PolicyGiven<Context>;
@@ -39,12 +37,14 @@ export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & Po
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
-  const limit = httpLimit<Context>(options, { own: Object.keys(KOA_OPTIONS), peers: [] });
-  const { onLimited } = resolve(KOA_OPTIONS, options);
+  const limit = httpLimit<Context, undefined, typeof KOA_OPTIONS>(options, { own: KOA_OPTIONS, peers: [] });
+  const { onLimited } = limit.own;
 
   return async function sluiceRateLimit(ctx, next) {
+    // @koa/router's matched pattern (its `_matchedRoute`, the only way to read it); without a route, '*'.
     const pattern = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-    const verdict = await limit.check(ctx, pattern === undefined ? '*' : `${ctx.method} ${String(pattern)}`, () => ctx.ip);
+    const scope = pattern === undefined ? routeScope() : routeScope(ctx.method, String(pattern));
+    const verdict = await limit.check(ctx, scope, () => ctx.ip);
     if (verdict === undefined) return next();
     // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
     const stacked = ctx.state.rateLimit !== undefined;

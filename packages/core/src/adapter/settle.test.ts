@@ -2,9 +2,10 @@
 // with the fields the kit reads): once per request, by 'close', aborted ones counted as failed.
 // test/settle.http.redis.test.ts does the same through real servers.
 import { EventEmitter } from 'node:events';
-import { httpLimit, type RawResponse } from './adapter-kit.js';
-import { createLimiter } from './limiter.js';
-import type { LimiterEvent } from './limiter-options.js';
+import { createLimiter } from '../limiter.js';
+import type { LimiterEvent } from '../limiter-options.js';
+import type { RawResponse } from './settle.js';
+import { httpLimit } from './verdict.js';
 
 class Response extends EventEmitter implements RawResponse {
   statusCode = 200;

@@ -1,8 +1,8 @@
 // What the Express, Fastify and Koa shed() share: the shedder, the priority of a request, the short wait for a
 // slot, the release when the response ends or the client leaves, and the 503. Framework-free: `Req` is opaque.
-import { badOption, SluiceError } from './errors.js';
-import { checkNames, isFunction, type OptionSpec, resolve } from './options.js';
-import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from './shedder.js';
+import { badOption, SluiceError } from '../errors.js';
+import { checkNames, isFunction, resolve, spec } from '../options.js';
+import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shedder.js';
 
 /** Options of the adapters' shed(): createShedder's, or a `shedder` to share, and `priority`. */
 export interface ShedOptions<Req> extends ShedderOptions {
@@ -74,10 +74,7 @@ function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
 export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const { priority: _priority, shedder: given, ...rest } = options;
-  const { priority } = resolve(
-    { priority: { doc: "default 'normal'", check: isFunction } as OptionSpec<((req: Req) => Priority) | undefined> },
-    options,
-  );
+  const { priority } = resolve({ priority: spec<(req: Req) => Priority>(isFunction) }, options);
   // A shared shedder keeps its own options: any given here too would be silently ignored.
   if (given !== undefined) checkNames(rest, [], 'an option beside shedder (give it to createShedder)');
   const shedder = given ?? createShedder(rest);

@@ -1,6 +1,8 @@
-import { httpLimit, mergeHttpOptions, stackHeaders } from './adapter-kit.js';
-import { createLimiter } from './limiter.js';
-import { memoryStore } from './memory-store.js';
+import { createLimiter } from '../limiter.js';
+import { memoryStore } from '../memory-store.js';
+import { stackHeaders } from './headers.js';
+import { mergeHttpOptions } from './merge.js';
+import { httpLimit } from './verdict.js';
 
 type Req = { id?: unknown; ip?: string };
 const ipOf = (req: Req) => () => req.ip;

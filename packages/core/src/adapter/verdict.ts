@@ -1,0 +1,88 @@
+// The per-request half of the kit: for one request, its key, cost and skip, the decision, its headers;
+// then the answer when limited, and the tracking of an allowed request until its response ends.
+import type { Decision } from '../decision.js';
+import { rateLimitHeaders } from '../headers.js';
+import type { ConsumeOptions, Limiter } from '../limiter.js';
+import type { OptionTable, Resolved } from '../options.js';
+import { type AdapterOwn, type Awaitable, type HttpLimitOptions, resolveHttpOptions } from './options.js';
+import type { PeerSpellings } from './peers.js';
+import { type LimitedResponse, limitedResponder } from './problem.js';
+import { clientKeyOf } from './scope.js';
+import { type RawResponse, tracker } from './settle.js';
+import { call, caught } from './user-call.js';
+
+/** The outcome for one request. */
+export interface HttpVerdict {
+  decision: Decision;
+  /** Rate-limit headers to set, Retry-After included when limited. */
+  headers: Record<string, string>;
+  limited: boolean;
+  /** The client's key, and what it was charged (a settle moves the decision's own charge: decision.adjust). */
+  key: string;
+  cost: number;
+}
+
+/** One adapter middleware's resolved options and limiter. */
+export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = OptionTable> {
+  readonly limiter: Limiter;
+  /** The adapter's own options (AdapterOwn.own), resolved. */
+  readonly own: Resolved<Own>;
+  /**
+   * Decides for one request; undefined when `skip` says so. `scope` names the default counter
+   * (routeScope: 'POST /login'), `ip` reads the client IP for the default key. Throws on a bad key or cost.
+   */
+  check(req: Req, scope: string, ip: () => string | undefined): Promise<HttpVerdict | undefined>;
+  /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
+  limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
+  /**
+   * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
+   * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
+   * options). Costs nothing when there is neither.
+   */
+  track(verdict: HttpVerdict, req: Req, res: Res, raw: RawResponse): void;
+}
+
+/**
+ * Resolves an adapter's options once, at construction (bad options throw here, naming the option), and
+ * decides per request.
+ * @example const limit = httpLimit<Request>({ policy: '100/1m' }, { own: { onLimited: spec(isFunction) } }); const v = await limit.check(req, routeScope('GET', '/'), () => req.ip);
+ */
+export function httpLimit<Req, Res = undefined, Own extends OptionTable = OptionTable>(
+  options: HttpLimitOptions<Req, Res> & PeerSpellings<Req>,
+  adapter: AdapterOwn<Own> = {},
+): HttpLimit<Req, Res, Own> {
+  const o = resolveHttpOptions(options as HttpLimitOptions<never, never>, adapter);
+  const { limiter, scope, policyOf } = o;
+  const { skip, cost } = o;
+  const clientKey = clientKeyOf<Req>(o.key, o.ipv6Subnet);
+  const headers = { headers: o.headers };
+
+  return {
+    limiter,
+    own: o.own,
+    async check(req, route, ip) {
+      // A sync answer is taken as it is: awaiting it would cost every request a microtask.
+      if (skip !== undefined) {
+        const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip');
+        if (skipped === true || (skipped !== false && (await caught(skipped, 'ERR_SLUICE_KEY', 'skip')))) return undefined;
+      }
+      const known = clientKey(req, ip);
+      const key = typeof known === 'string' ? known : await known;
+      const charge: ConsumeOptions = { scope: scope ?? route };
+      if (cost !== undefined) {
+        const price = call(cost, req, 'ERR_SLUICE_COST', 'cost');
+        charge.cost = typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost');
+      }
+      if (policyOf !== undefined) {
+        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy');
+        charge.policy = isPromise(chosen) ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy') : chosen;
+      }
+      const decision = await limiter.consume(key, charge);
+      return { decision, headers: rateLimitHeaders(decision, headers), limited: !decision.allowed, key, cost: charge.cost ?? 1 };
+    },
+    limitedResponse: limitedResponder<Req>(o.message, o.statusCode),
+    track: tracker<Req, Res>(limiter, o),
+  };
+}
+
+const isPromise = <T>(value: Awaitable<T>): value is Promise<T> => typeof (value as Promise<T> | undefined)?.then === 'function';
