@@ -28,6 +28,8 @@
 -- ran under; a call numbered no higher is not run again, and answers the error SLUICE_AGAIN (the store
 -- answers its decisions by the fail mode). A call overtaken by a later one (a rare reordering around a
 -- reset) is refused too: refusing is safe, running twice is not. One command per call, not per decision.
+-- KEYS and ARGV are globals: a local each saves a lookup in the globals table per read.
+local KEYS, ARGV = KEYS, ARGV
 local last = tonumber(call('SET', KEYS[1], ARGV[1], 'PX', '60000', 'GET'))
 if last and last >= tonumber(ARGV[1]) then
   call('SET', KEYS[1], last, 'PX', '60000')
