@@ -3,7 +3,9 @@
 // variants that wall-clock benchmarks on a shared 2-core VM cannot tell apart. redis-server runs under
 // callgrind on a free port; after a warm-up (every key written) the counters are zeroed, BATCHES script
 // calls of BATCH consume decisions each go over 10,000 keys, and the instructions redis-server executed
-// in that span (the whole server: networking, the script, the commands) are divided by the decisions.
+// in that span (the whole server: networking, the script, the commands) are divided by the decisions;
+// so are those spent inside the script calls alone, which the server's timers (more of them the longer
+// a run takes on a busy machine) do not blur: compare variants on that figure.
 // Usage: pnpm --filter @sluice/core build && node bench/lua-instructions.mjs
 //   [--algorithm tb|fw|sw|sl|ca] [--limit 1000] [--window 3600000] [--batch 512] [--batches 200] [--functions [hoisted]]
 //   [--pair | --settle] [--script variant.lua]
@@ -15,7 +17,8 @@
 // the generated script wrapped whole in a library (`#!lua name=sluice`, one registered function whose
 // keys and args are its KEYS and ARGV). --functions hoisted: the algorithms' definitions run once, at
 // FUNCTION LOAD, instead of at every call (see library()). --batch 1 gives the cost of a call
-// (with one decision): a call of b decisions costs about C + b * D.
+// (with one decision): a call of b decisions costs about C + b * D. --script: count a variant of the
+// generated script (same protocol) instead of the built one, e.g. a copy with a fast path taken out.
 // Needs valgrind (callgrind_control, callgrind_annotate) on PATH.
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -46,8 +49,8 @@ const SPEC = ALGORITHM === 'ca' ? ['ca', LIMIT, '86400000', LIMIT, WINDOW] : [AL
 function library(mode) {
   const head = '#!lua name=sluice\n';
   if (mode === 'wrapped') return `${head}redis.register_function('sluice_decide', function(KEYS, ARGV)\n${DECIDE_SCRIPT}\nend)\n`;
-  // The definitions come first, then decide.lua, whose per-call part starts at `local now`.
-  const split = DECIDE_SCRIPT.search(/^local now\b/m);
+  // The definitions come first, then decide.lua, whose per-call part starts with its locals of KEYS and ARGV.
+  const split = DECIDE_SCRIPT.search(/^local KEYS, ARGV = KEYS, ARGV$/m);
   if (split < 0) throw new Error('lua-instructions: the decide script has changed shape; update library()');
   // While a library loads it sees no globals but a reduced `redis` (no string, math, redis.call): the
   // files' top-level aliases (`local floor, format, call = math.floor, string.format, redis.call`, the
@@ -133,13 +136,12 @@ try {
     .at(-1);
   const annotated = execFileSync('callgrind_annotate', [join(tmpdir(), dump)], { encoding: 'utf8', maxBuffer: 1e8 });
   const total = Number(/([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS/.exec(annotated)[1].replace(/,/g, ''));
-  // The scripts' own share (EVALSHA's command function, inclusive): the whole server's count also holds its
+  // The scripts' own share (EVALSHA's or FCALL's command function, inclusive): the whole server's count also holds its
   // timers (serverCron), which grow with wall time, so on a busy machine it varies by a few %; this does not.
   const inclusive = execFileSync('callgrind_annotate', ['--inclusive=yes', join(tmpdir(), dump)], { encoding: 'utf8', maxBuffer: 1e8 });
   const scripts = Number(
-    /([\d,]+) \([\d.]+%\)\s+\S*:(?:evalGenericCommand|fcallCommandGeneric)\b/.exec(inclusive)?.[1].replace(/,/g, '') ?? Number.NaN,
+    /([\d,]+) \([\d.]+%\)\s+\S*:(?:evalGenericCommand|fcallCommand)\b/.exec(inclusive)?.[1].replace(/,/g, '') ?? Number.NaN,
   );
-  if (process.env.DEBUG_ANNOTATE) console.log(inclusive.split('\n').slice(0, 60).join('\n'));
   const f = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
     `${FUNCTIONS ? `FCALL (${FUNCTIONS})` : 'EVALSHA'} ${PAIR ? 'take+release' : SETTLE ? 'consume+adjust' : ALGORITHM} ${LIMIT}/${WINDOW}ms, ${BATCHES} calls of ${BATCH}: ` +
