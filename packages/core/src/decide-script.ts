@@ -51,15 +51,21 @@ export function luaSource(line: number): string | undefined {
 
 /**
  * A script error with each `user_script:<line>` Redis names rewritten as the lua/ file and line it comes
- * from (`lua/token-bucket.lua:42 (user_script:180)`). The error is the same object, its message changed;
- * anything else passes unchanged.
+ * from (`lua/token-bucket.lua:42 (user_script:180)`). The error is the same object, its message changed
+ * (or, when it cannot be, a new Error with it as the cause); anything else passes unchanged.
  * @example sourceLines(new Error('ERR user_script:180: WRONGTYPE ...')).message // 'ERR lua/token-bucket.lua:42 ...'
  */
 export function sourceLines(error: unknown): unknown {
   if (!(error instanceof Error) || !error.message.includes('user_script:')) return error;
-  error.message = error.message.replace(/user_script:(\d+)/g, (found, line: string) => {
+  const message = error.message.replace(/user_script:(\d+)/g, (found, line: string) => {
     const source = luaSource(Number(line));
     return source === undefined ? found : `${source} (${found})`;
   });
-  return error;
+  try {
+    error.message = message;
+    return error;
+  } catch {
+    // A client's error whose message cannot be set: a plain one in its place, the client's as its cause.
+    return new Error(message, { cause: error });
+  }
 }

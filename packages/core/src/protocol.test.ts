@@ -60,6 +60,10 @@ describe('the generated script maps its lines back to lua/', () => {
     expect((error as Error).message).toBe(
       `ERR ${file}:${lines} (user_script:${first + lines - 1}): boom script: abc, on @${file}:${lines} (user_script:${first + lines - 1}).`,
     );
+    const frozen = Object.freeze(new Error(`ERR user_script:${first}: boom`));
+    const mapped = sourceLines(frozen) as Error;
+    expect(mapped).not.toBe(frozen);
+    expect(mapped).toMatchObject({ message: `ERR ${file}:1 (user_script:${first}): boom`, cause: frozen });
     const other = new Error('NOSCRIPT No matching script');
     expect(sourceLines(other)).toBe(other);
     expect(other.message).toBe('NOSCRIPT No matching script');
