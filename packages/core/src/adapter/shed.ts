@@ -67,19 +67,11 @@ function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
 }
 
 /**
- * The shared half of every adapter's shed(): resolves options once (bad ones throw here, by name), then
- * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first.
- * @example const gate = shedGate<Request>({ priority: (req) => (req.path === '/health' ? 'critical' : 'normal') })
+ * The requests waiting for a slot (maxWait), in order of class, then of arrival: the first that does not
+ * fit means none behind it does. `wait` resolves true once the request holds a slot, false past maxWait.
  */
-export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
-  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
-  const { priority: _priority, shedder: given, ...rest } = options;
-  const { priority } = resolve({ priority: spec<(req: Req) => Priority>(isFunction) }, options);
-  // A shared shedder keeps its own options: any given here too would be silently ignored.
-  if (given !== undefined) checkNames(rest, [], 'an option beside shedder (give it to createShedder)');
-  const shedder = given ?? createShedder(rest);
+function waitingRoom(shedder: Shedder): { readonly length: number; wait(p: Priority, raw: ShedRawResponse): Promise<boolean> } {
   const { freed, fits } = shedderInternals(shedder);
-  // Waiters in order of class, then of arrival: the first that does not fit means none behind it does.
   const waiters: Waiter[] = [];
   if (shedder.maxWaitMs > 0) {
     freed.add(() => {
@@ -89,9 +81,8 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
       }
     });
   }
-
-  function wait(p: Priority, raw: ShedRawResponse): Promise<boolean> {
-    return new Promise((resolveAdmit) => {
+  const wait = (p: Priority, raw: ShedRawResponse) =>
+    new Promise<boolean>((resolveAdmit) => {
       const waiter: Waiter = {
         priority: p,
         done(permit) {
@@ -109,7 +100,27 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
       const at = waiters.findIndex((w) => RANK[w.priority] > RANK[p]);
       waiters.splice(at < 0 ? waiters.length : at, 0, waiter);
     });
-  }
+  return {
+    get length() {
+      return waiters.length;
+    },
+    wait,
+  };
+}
+
+/**
+ * The shared half of every adapter's shed(): resolves options once (bad ones throw here, by name), then
+ * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first.
+ * @example const gate = shedGate<Request>({ priority: (req) => (req.path === '/health' ? 'critical' : 'normal') })
+ */
+export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
+  if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
+  const { priority: _priority, shedder: given, ...rest } = options;
+  const { priority } = resolve({ priority: spec<(req: Req) => Priority>(isFunction) }, options);
+  // A shared shedder keeps its own options: any given here too would be silently ignored.
+  if (given !== undefined) checkNames(rest, [], 'an option beside shedder (give it to createShedder)');
+  const shedder = given ?? createShedder(rest);
+  const queue = waitingRoom(shedder);
 
   return {
     shedder,
@@ -128,8 +139,8 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
         holdUntilEnd(permit, raw);
         return true;
       }
-      if (shedder.maxWaitMs === 0 || waiters.length >= shedder.limit || raw.destroyed) return false;
-      return wait(p, raw);
+      if (shedder.maxWaitMs === 0 || queue.length >= shedder.limit || raw.destroyed) return false;
+      return queue.wait(p, raw);
     },
   };
 }

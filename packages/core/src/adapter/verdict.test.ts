@@ -15,6 +15,8 @@ describe('httpLimit options', () => {
     [{ policy: '3/1m', scope: '' }, /scope must be a non-empty string/],
     [{ policy: '3/1m', key: 'ip' }, /key must be a function/],
     [{ policy: '3/1m', windowMs: 1000, limit: 3 }, /policy must be given alone/],
+    [{ policy: '3/1m', key: () => 'a', keyGenerator: () => 'b' }, /key must be given alone, not with keyGenerator/],
+    [{ policy: '3/1m', keyGenerator: 'ip' }, /keyGenerator must be a function/],
     [{ windowMs: 1000 }, /limit must be a positive integer when windowMs/],
     [{ max: 3, timeWindow: '3 fortnights' }, /timeWindow must be/],
     [{}, /policy must be given/],
@@ -140,6 +142,13 @@ describe('httpLimit.check', () => {
 
 describe('mergeHttpOptions', () => {
   const store = memoryStore();
+  it("a route's key or headers, in either spelling, replaces the app's", () => {
+    const key = () => 'k';
+    expect(mergeHttpOptions<Record<string, unknown>>({ keyGenerator: key, standardHeaders: true }, { key, headers: false })).toEqual({
+      key,
+      headers: false,
+    });
+  });
   it('a route policy in any spelling replaces the app policy; other options merge', () => {
     expect(mergeHttpOptions<Record<string, unknown>>({ policy: '100/1m', store, failMode: 'open' }, { max: 5, timeWindow: '1m' })).toEqual({
       store,
