@@ -78,13 +78,12 @@ const RESERVE = {
   critical: spec(fraction('reserve.critical'), 0.1),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
-const duration = (v: unknown, n: string) => parseDuration(v, n);
 /** createShedder's options, each default once (ShedderOptions' doc comments end with the same). */
 const OPTIONS = {
   limit: spec(object, {}),
-  targetDelay: spec(duration, 100),
+  targetDelay: spec(parseDuration, 100),
   reserve: spec(object, {}),
-  maxWait: spec((v, n) => (v === 0 ? 0 : duration(v, n)), 0),
+  maxWait: spec((v, n) => (v === 0 ? 0 : parseDuration(v, n)), 0),
   clock: spec<() => number>(isFunction),
   eventLoopDelay: spec<() => number>(isFunction),
 };
