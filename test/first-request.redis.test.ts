@@ -41,6 +41,44 @@ describe('issue 24: a reset is a reset everywhere', () => {
   });
 });
 
+describe('issue 24: exactly once, and nothing refused that ran once', () => {
+  it('a call retried after NOSCRIPT, while a later call of the same store ran, is still decided on the store', async () => {
+    const real = await connect();
+    // The store's first script call answers NOSCRIPT only once its second has run (another process loaded
+    // the script in between, say): the retry then comes after a later call, and must not be refused as old.
+    let armed = false;
+    let secondRan: () => void = () => {};
+    const ran = new Promise<void>((resolve) => {
+      secondRan = resolve;
+    });
+    const client = new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'evalshaBuffer') {
+          return async (...args: unknown[]) => {
+            if (armed) {
+              armed = false;
+              await ran;
+              throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+            }
+            const reply = await (target.evalshaBuffer as (...a: unknown[]) => Promise<unknown>)(...args);
+            secondRan();
+            return reply;
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const limiter = createLimiter({ policy: '100/1h', store: redisStore({ client, maxBatch: 20 }), prefix: uniquePrefix(), timeout: 5000 });
+    expect((await limiter.consume('warm')).source).toBe('store');
+    armed = true;
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('k')));
+    expect(decisions.map((d) => d.source)).toEqual(Array(40).fill('store'));
+    expect((await limiter.peek('k')).remaining).toBe(60);
+    await limiter.close();
+  });
+});
+
 describe('issue 24: boot decides on the store', () => {
   it('a node-redis client whose connect() was never called goes to the fail mode, with an event that says to call connect()', async () => {
     const client = createClient({ socket: { host: '127.0.0.1', port: server.port } });

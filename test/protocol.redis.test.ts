@@ -81,6 +81,7 @@ describe('the store protocol on a real Redis', () => {
       scriptClient(client, () => true),
       keys,
       args,
+      () => '2',
     ).catch((e: unknown) => e)) as Error;
     expect(error.message).toContain('WRONGTYPE');
     expect(error.message).toContain(`lua/${file}:${lineOf(file, text)} (user_script:`);
@@ -92,6 +93,7 @@ describe('the store protocol on a real Redis', () => {
       scriptClient(client, () => true),
       [guard],
       ['1', '', 'two'],
+      () => '2',
     ).catch((e: unknown) => e)) as Error;
     expect(error.message).toMatch(/lua\/decide\.lua:\d+ \(user_script:\d+\)/);
   });

@@ -12,14 +12,17 @@ export const isDecideScript = (first: unknown): boolean => first === SHA || firs
 
 /**
  * Runs the script by its SHA. NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL
- * reloads the script. A client that throws or answers no promise fails the call like a rejection does;
+ * reloads the script, under the call number `renumber` gives. A client that throws or answers no promise fails the call like a rejection does;
  * a script error names its lua/ line (sourceLines).
  */
-export function runDecide(client: ScriptClient, keys: string[], args: string[]): Promise<unknown> {
+export function runDecide(client: ScriptClient, keys: string[], args: string[], renumber: () => string): Promise<unknown> {
   return attempt(() => client.evalsha(SHA, keys, args))
     .catch((error: unknown) => {
-      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) return client.eval(DECIDE_SCRIPT, keys, args);
-      throw error;
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      // The script did not run. A later call of this store may have run meanwhile, and the guard refuses a
+      // call numbered below one it ran (lua/decide.lua): the retry goes under a number of its own (ARGV[1]).
+      args[0] = renumber();
+      return client.eval(DECIDE_SCRIPT, keys, args);
     })
     .catch((error: unknown) => {
       throw sourceLines(error);

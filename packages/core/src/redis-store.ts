@@ -198,7 +198,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     const wall = now ?? Date.now();
     const { keys, args } = encodeBatch(requests, { guard: guardKey, call: ++calls, wall, now });
     inFlight++;
-    runDecide(client, keys, args).then(
+    runDecide(client, keys, args, () => String(++calls)).then(
       (values) => {
         returned();
         const replies = decodeReply(values, requests, wall);
