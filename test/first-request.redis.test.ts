@@ -60,7 +60,7 @@ describe('issue 24: exactly once, and nothing refused that ran once', () => {
               await ran;
               throw new Error('NOSCRIPT No matching script. Please use EVAL.');
             }
-            const reply = await (target.evalshaBuffer as (...a: unknown[]) => Promise<unknown>)(...args);
+            const reply = await (target as unknown as { evalshaBuffer(...a: unknown[]): Promise<unknown> }).evalshaBuffer(...args);
             secondRan();
             return reply;
           };
