@@ -50,6 +50,17 @@ function where(command: { redisUrl: string; cluster: boolean }): string {
   return `${command.cluster ? 'the cluster node ' : ''}${protocol}//${hostname}:${port || 6379}`;
 }
 
+/** A command that goes to the store. */
+type StoreCommand = Extract<Command, { command: 'inspect' | 'reset' }>;
+
+/** What the client and the limiter told while the command ran, for its message. */
+interface Seen {
+  /** The limiter never rejects on a store failure (it answers by its fail mode): keep the store's error to report. */
+  storeError?: Error;
+  /** ioredis rejects a failed connect with 'Connection is closed.'; the cause (ECONNREFUSED, WRONGPASS) comes here. */
+  connectionError?: Error;
+}
+
 /**
  * Runs the sluice command; resolves to its exit status: 0 done, 1 the store failed, 2 a bad argument
  * (with a one-line message on `err`).
@@ -76,29 +87,20 @@ export async function main(
     output.out(`${cliVersion()}\n`);
     return 0;
   }
+  return onStore(command, output);
+}
+
+/** Connects, runs the command and disconnects, all within --timeout. */
+async function onStore(command: StoreCommand, output: Output): Promise<number> {
   const { timeoutMs } = command;
-  let limiter: Limiter;
-  // The limiter never rejects on a store failure (it answers by its fail mode): keep the store's error to report.
-  let storeError: Error | undefined;
+  const seen: Seen = {};
   const client = connect(command.redisUrl, command.cluster, timeoutMs);
-  // ioredis rejects a failed connect with 'Connection is closed.'; the cause (ECONNREFUSED, WRONGPASS) comes here.
-  let connectionError: Error | undefined;
   client.on('error', (error: Error) => {
-    connectionError ??= error;
+    seen.connectionError ??= error;
   });
+  let limiter: Limiter;
   try {
-    limiter = createLimiter({
-      policy: command.policies,
-      prefix: command.prefix,
-      shards: command.shards,
-      store: redisStore({ client }),
-      timeout: timeoutMs,
-      breaker: false,
-      denyCache: false,
-      onEvent: (event) => {
-        if (event.type === 'store-error') storeError = event.error;
-      },
-    });
+    limiter = openLimiter(command, client, seen);
   } catch (error) {
     client.disconnect();
     // A bad --policy or --prefix: the core's message names the option and what is allowed.
@@ -111,42 +113,15 @@ export async function main(
   const write = (to: 'out' | 'err', text: string) => {
     if (!expired) output[to](text);
   };
-  // One deadline for connecting and the command together: a server that accepts the connection and never
-  // answers (a wedged process, a proxy with nothing behind it) holds up a connect as well as a command.
-  const run = async (): Promise<number> => {
-    try {
-      await client.connect();
-      if (command.command === 'reset') {
-        await limiter.reset(command.client, { scope: command.scope });
-        const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
-        write('out', `reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
-      } else {
-        const decision = await limiter.peek(command.client, { scope: command.scope });
-        if (decision.source !== 'store') throw storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
-        write('out', `${JSON.stringify(decision, null, 2)}\n`);
-      }
-      return 0;
-    } catch (error) {
-      // ioredis' messages name the host and port, never the URL's password.
-      let cause = (error as Error).message;
-      if (client.status !== 'ready') {
-        // A Cluster says 'None of startup nodes is available' and no more: name the node it was given.
-        const { hostname, port } = new URL(command.redisUrl);
-        cause = command.cluster
-          ? `no answer from the cluster node ${hostname}:${port || 6379}: ${cause}`
-          : (connectionError?.message ?? cause);
-      }
-      write('err', `sluice: the store failed: ${cause.split('\n')[0]}\n`);
-      return 1;
-    }
-  };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<'expired'>((resolve) => {
     timer = setTimeout(() => resolve('expired'), timeoutMs);
   });
   try {
+    // One deadline for connecting and the command together: a server that accepts the connection and never
+    // answers (a wedged process, a proxy with nothing behind it) holds up a connect as well as a command.
     // race() also takes care of run()'s ending after the deadline: nothing is left unhandled.
-    const status = await Promise.race([run(), deadline]);
+    const status = await Promise.race([run(command, client, limiter, seen, write), deadline]);
     if (status !== 'expired') return status;
     expired = true;
     output.err(`sluice: no answer from ${where(command)} within ${timeoutMs} ms\n`);
@@ -157,5 +132,55 @@ export async function main(
     // holds the process open: the deadline is the command's whole run.
     client.disconnect();
     await limiter.close();
+  }
+}
+
+function openLimiter(command: StoreCommand, client: Redis | Cluster, seen: Seen): Limiter {
+  return createLimiter({
+    policy: command.policies,
+    prefix: command.prefix,
+    shards: command.shards,
+    store: redisStore({ client }),
+    timeout: command.timeoutMs,
+    breaker: false,
+    denyCache: false,
+    onEvent: (event) => {
+      if (event.type === 'store-error') seen.storeError = event.error;
+    },
+  });
+}
+
+/** Connects and runs `reset` or `inspect`; resolves to the exit status. */
+async function run(
+  command: StoreCommand,
+  client: Redis | Cluster,
+  limiter: Limiter,
+  seen: Seen,
+  write: (to: 'out' | 'err', text: string) => void,
+): Promise<number> {
+  try {
+    await client.connect();
+    if (command.command === 'reset') {
+      await limiter.reset(command.client, { scope: command.scope });
+      const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
+      write('out', `reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
+    } else {
+      const decision = await limiter.peek(command.client, { scope: command.scope });
+      if (decision.source !== 'store') throw seen.storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
+      write('out', `${JSON.stringify(decision, null, 2)}\n`);
+    }
+    return 0;
+  } catch (error) {
+    // ioredis' messages name the host and port, never the URL's password.
+    let cause = (error as Error).message;
+    if (client.status !== 'ready') {
+      // A Cluster says 'None of startup nodes is available' and no more: name the node it was given.
+      const { hostname, port } = new URL(command.redisUrl);
+      cause = command.cluster
+        ? `no answer from the cluster node ${hostname}:${port || 6379}: ${cause}`
+        : (seen.connectionError?.message ?? cause);
+    }
+    write('err', `sluice: the store failed: ${cause.split('\n')[0]}\n`);
+    return 1;
   }
 }
