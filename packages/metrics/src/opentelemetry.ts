@@ -73,22 +73,17 @@ function defaultMeter(): OpenTelemetryMeter {
  * const metrics = openTelemetryMetrics(); // on the global MeterProvider's meter '@sluice/metrics'
  */
 export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}): SluiceMetrics {
-  if (options === null || typeof options !== 'object') {
-    throw new SluiceError('ERR_SLUICE_OPTION', `options must be an object, got ${describe(options)}`);
-  }
-  const given = options.meter;
-  if (given !== undefined && (given === null || typeof given !== 'object' || METER_METHODS.some((m) => typeof given[m] !== 'function'))) {
-    throw new SluiceError('ERR_SLUICE_OPTION', `meter must be an OpenTelemetry Meter (metrics.getMeter(name)), got ${describe(given)}`);
-  }
+  const given = checkOptions(options);
   const maxPolicies = resolveMaxPolicies(options.maxPolicies);
   const meter = given ?? defaultMeter();
   // Counted here, reported as cumulative totals when the reader collects: cheaper per decision than Counter.add.
   const counts = new DecisionCounts(maxPolicies);
   const decisions = meter.createObservableCounter(NAMES.decisions, { description: HELP.decisions });
-  const reportCounts: Observe = (result) => {
-    for (const series of counts.all) result.observe(series.count, { ...series.labels });
-  };
-  decisions.addCallback(reportCounts);
+  const removers = [
+    observe(decisions, (result) => {
+      for (const series of counts.all) result.observe(series.count, { ...series.labels });
+    }),
+  ];
   const duration = meter.createHistogram(NAMES.duration, {
     description: HELP.duration,
     unit: 's',
@@ -96,23 +91,13 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   });
   const gauge = meter.createObservableGauge(NAMES.breaker, { description: HELP.breaker });
   const open = new Map<string, number>();
-  const reportBreakers: Observe = (result) => {
-    for (const [prefix, value] of open) result.observe(value, { prefix });
-  };
-  gauge.addCallback(reportBreakers);
-
+  removers.push(
+    observe(gauge, (result) => {
+      for (const [prefix, value] of open) result.observe(value, { prefix });
+    }),
+  );
   const shedder = new ShedderState();
-  const shed = meter.createObservableCounter(NAMES.shed, { description: HELP.shed });
-  const reportShed: Observe = (result) => {
-    for (const [priority, n] of shedder.shed) result.observe(n, { priority });
-  };
-  shed.addCallback(reportShed);
-  const limit = meter.createObservableGauge(NAMES.limit, { description: HELP.limit });
-  const inFlight = meter.createObservableGauge(NAMES.inFlight, { description: HELP.inFlight });
-  const reportLimit: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.limit);
-  const reportInFlight: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.inFlight);
-  limit.addCallback(reportLimit);
-  inFlight.addCallback(reportInFlight);
+  removers.push(...observeShedder(meter, shedder));
 
   const unsubscribe = subscribeSink(counts, {
     shed(priority) {
@@ -133,14 +118,39 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   return {
     stop() {
       unsubscribe();
-      if (live) {
-        decisions.removeCallback(reportCounts);
-        gauge.removeCallback(reportBreakers);
-        shed.removeCallback(reportShed);
-        limit.removeCallback(reportLimit);
-        inFlight.removeCallback(reportInFlight);
-      }
+      if (live) for (const remove of removers) remove();
       live = false;
     },
   };
+}
+
+/** Throws unless `options` is an object whose meter, if given, is an OpenTelemetry Meter; returns the meter. */
+function checkOptions(options: OpenTelemetryMetricsOptions): OpenTelemetryMeter | undefined {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_OPTION', `options must be an object, got ${describe(options)}`);
+  }
+  const given = options.meter;
+  if (given !== undefined && (given === null || typeof given !== 'object' || METER_METHODS.some((m) => typeof given[m] !== 'function'))) {
+    throw new SluiceError('ERR_SLUICE_OPTION', `meter must be an OpenTelemetry Meter (metrics.getMeter(name)), got ${describe(given)}`);
+  }
+  return given;
+}
+
+/** Adds `report` to `instrument`; returns what removes it. */
+function observe(instrument: OpenTelemetryObservable, report: Observe): () => void {
+  instrument.addCallback(report);
+  return () => instrument.removeCallback(report);
+}
+
+/** The shedders' instruments, reporting `shedder`; returns what removes their callbacks. */
+function observeShedder(meter: OpenTelemetryMeter, shedder: ShedderState): Array<() => void> {
+  const shed = meter.createObservableCounter(NAMES.shed, { description: HELP.shed });
+  const removeShed = observe(shed, (result) => {
+    for (const [priority, n] of shedder.shed) result.observe(n, { priority });
+  });
+  const limit = meter.createObservableGauge(NAMES.limit, { description: HELP.limit });
+  const inFlight = meter.createObservableGauge(NAMES.inFlight, { description: HELP.inFlight });
+  const reportLimit: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.limit);
+  const reportInFlight: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.inFlight);
+  return [removeShed, observe(limit, reportLimit), observe(inFlight, reportInFlight)];
 }

@@ -49,6 +49,48 @@ function promClient(): typeof PromClient {
  * app.get('/metrics', async (_req, res) => res.type(register.contentType).send(await register.metrics()));
  */
 export function prometheusMetrics(options: PrometheusMetricsOptions = {}): SluiceMetrics {
+  const given = checkOptions(options);
+  const maxPolicies = resolveMaxPolicies(options.maxPolicies);
+  const prom = promClient();
+  const register = (given ?? prom.register) as PromClient.Registry;
+  for (const name of Object.values(NAMES)) {
+    if (register.getSingleMetric(name) !== undefined) {
+      throw new SluiceError('ERR_SLUICE_OPTION', `register already holds ${name}: stop() the earlier prometheusMetrics() first`);
+    }
+  }
+  const counts = new DecisionCounts(maxPolicies);
+  const metrics = createMetrics(prom, [register], counts);
+  const { duration, breaker, shed, limit, inFlight } = metrics;
+  const unsubscribe = subscribeSink(counts, {
+    shed(priority) {
+      shed.inc({ priority });
+    },
+    concurrency(value, held) {
+      limit.set(value);
+      inFlight.set(held);
+    },
+    duration(prefix, seconds) {
+      duration.observe({ prefix }, seconds);
+    },
+    breaker(prefix, open) {
+      breaker.set({ prefix }, open ? 1 : 0);
+    },
+  });
+
+  return {
+    stop() {
+      unsubscribe();
+      // Only its own: after a stop() and a new prometheusMetrics(), the names may be another's.
+      for (const metric of [metrics.decisions, duration, breaker, shed, limit, inFlight]) {
+        const name = (metric as unknown as { name: string }).name;
+        if (register.getSingleMetric(name) === metric) register.removeSingleMetric(name);
+      }
+    },
+  };
+}
+
+/** Throws unless `options` is an object whose register, if given, is a prom-client Registry; returns the register. */
+function checkOptions(options: PrometheusMetricsOptions): PrometheusRegistry | undefined {
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_OPTION', `options must be an object, got ${describe(options)}`);
   }
@@ -62,16 +104,11 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
   ) {
     throw new SluiceError('ERR_SLUICE_OPTION', `register must be a prom-client Registry, got ${describe(given)}`);
   }
-  const maxPolicies = resolveMaxPolicies(options.maxPolicies);
-  const prom = promClient();
-  const register = (given ?? prom.register) as PromClient.Registry;
-  for (const name of Object.values(NAMES)) {
-    if (register.getSingleMetric(name) !== undefined) {
-      throw new SluiceError('ERR_SLUICE_OPTION', `register already holds ${name}: stop() the earlier prometheusMetrics() first`);
-    }
-  }
-  const registers = [register];
-  const counts = new DecisionCounts(maxPolicies);
+  return given;
+}
+
+/** The six metrics, registered in `registers`; sluice_decisions_total reads `counts` at each scrape. */
+function createMetrics(prom: typeof PromClient, registers: PromClient.Registry[], counts: DecisionCounts) {
   const decisions = new prom.Counter({
     name: NAMES.decisions,
     help: HELP.decisions,
@@ -98,30 +135,5 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
   const shed = new prom.Counter({ name: NAMES.shed, help: HELP.shed, labelNames: ['priority'] as const, registers });
   const limit = new prom.Gauge({ name: NAMES.limit, help: HELP.limit, registers });
   const inFlight = new prom.Gauge({ name: NAMES.inFlight, help: HELP.inFlight, registers });
-  const unsubscribe = subscribeSink(counts, {
-    shed(priority) {
-      shed.inc({ priority });
-    },
-    concurrency(value, held) {
-      limit.set(value);
-      inFlight.set(held);
-    },
-    duration(prefix, seconds) {
-      duration.observe({ prefix }, seconds);
-    },
-    breaker(prefix, open) {
-      breaker.set({ prefix }, open ? 1 : 0);
-    },
-  });
-
-  return {
-    stop() {
-      unsubscribe();
-      // Only its own: after a stop() and a new prometheusMetrics(), the names may be another's.
-      for (const metric of [decisions, duration, breaker, shed, limit, inFlight]) {
-        const name = (metric as unknown as { name: string }).name;
-        if (register.getSingleMetric(name) === metric) register.removeSingleMetric(name);
-      }
-    },
-  };
+  return { decisions, duration, breaker, shed, limit, inFlight };
 }
