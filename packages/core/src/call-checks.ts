@@ -61,7 +61,7 @@ export function checkCost(cost: unknown, policies: readonly Policy[], capacity: 
       `cost ${cost} can never pass: it is above the capacity ${capacity.cost} of policy "${capacity.policy.name}"`,
     );
   }
-  // Only concurrent policies bound no capacity: the bound of every count still holds (policy.ts).
+  // Only concurrent policies bound no capacity: the bound of every count still holds (policy-bounds.ts).
   if (cost > LIMIT_MAX) throw new SluiceError('ERR_SLUICE_COST', `cost must be at most ${LIMIT_MAX_TEXT}, got ${cost}`);
   return cost;
 }

@@ -5,7 +5,7 @@
 //   the shard tag       a tag with its shard ('k~3'), the fallback tag (the local tier's, '!k');
 //   the store key       one policy's counters: `prefix:{tag}:policyId`;
 //   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`;
-//   the guard key       a store's record of the calls it sent (redis-store.ts): `sluice:call:storeId`.
+//   the guard key       a store's record of the calls it sent (redis-dispatch.ts): `sluice:call:storeId`.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 

@@ -1,5 +1,5 @@
 // The protocol between the stores and lua/decide.lua: the one place that knows the script's KEYS and
-// ARGV layout and its reply. redis-store.ts sends what encodeBatch builds and reads replies with
+// ARGV layout and its reply. redis-dispatch.ts sends what encodeBatch builds and reads replies with
 // decodeReply; memory-store.ts decides each request by the same reading (opOf, idOf), so both stores
 // answer a request alike. protocol.test.ts pins the layout with fixed vectors, and
 // test/protocol.redis.test.ts has the script and the memory store answer them.
