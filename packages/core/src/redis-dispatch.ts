@@ -197,7 +197,8 @@ export class Dispatcher {
         this.returned();
         const replies = decodeReply(values, requests, wall);
         if (replies instanceof Error) fail(batch, replies);
-        else for (const [i, p] of batch.entries()) p.done(undefined, replies[i]);
+        // An indexed loop: entries() makes a pair per decision.
+        else for (let i = 0; i < batch.length; i++) (batch[i] as Pending).done(undefined, replies[i]);
       },
       (error: unknown) => {
         this.returned();
