@@ -28,10 +28,10 @@ export interface StoreCall {
 export type ReportError = (key: string | undefined, error: Error | undefined, latencyMs: number) => void;
 
 /**
- * The one way an operation asks the store (consume, peek, adjust, release): under the deadline and the
- * breaker, `answer` reads the reply; when the store cannot answer (the breaker open, an error, the
- * deadline), the error is reported and `without` answers (the fail mode). Not async: one promise per
- * call, since every decision takes this path.
+ * How an operation asks the store (adjust, release; consume and peek take the same steps written out in
+ * limiter.ts's decideShard, a measured fast path): under the deadline and the breaker, `answer` reads the
+ * reply; when the store cannot answer (the breaker open, an error, the deadline), the error is reported and
+ * `without` answers (the fail mode). Not async: one promise per call.
  */
 export function ask<T>(
   call: StoreCall,
