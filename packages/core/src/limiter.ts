@@ -170,7 +170,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       let set: PolicySet;
       let id: string | undefined;
       try {
-        const call = callOptions(options, CONSUME_OPTIONS, 'consume');
+        const call = options === undefined ? undefined : callOptions(options, CONSUME_OPTIONS, 'consume');
         key = counterKey(key, call?.scope);
         set = setOf(call?.policy);
         cost = checkCost(call?.cost, set.policies, set.capacity);
