@@ -64,10 +64,6 @@ export class DenyCache {
     if (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value as string);
   }
 
-  delete(tag: string): void {
-    this.entries.delete(tag);
-  }
-
   /** Forgets a key's denials under every set in `sets`, each of its shards. */
   forget(tag: string, sets: readonly PolicySet[]): void {
     if (this.entries.size === 0) return;

@@ -154,15 +154,12 @@ export class Dispatcher {
 
   private readonly unpark = (): void => {
     this.waiting = false;
-    const held = this.parked;
-    this.parked = [];
+    // The calls whose deadline passed leave unsent; the others go.
+    this.sweep();
     clearTimeout(this.sweeping);
     this.sweeping = undefined;
-    const now = performance.now();
-    for (const p of held) {
-      if (p.deadline > now) this.queue.push(p);
-      else p.done(new Error("the Redis connection was not up within the call's deadline"));
-    }
+    for (const p of this.parked) this.queue.push(p);
+    this.parked = [];
     if (this.queue.length > 0) this.flushNow();
   };
 
