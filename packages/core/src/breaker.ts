@@ -1,4 +1,4 @@
-import { publish } from './events.js';
+import { publish, tell } from './events.js';
 import type { LimiterEvent } from './limiter-options.js';
 
 /** A circuit breaker: after `failures` failures in a row it opens for `cooldownMs`, then lets one probe through. */
@@ -60,14 +60,20 @@ export interface BreakerMember {
 
 const shared = new WeakMap<object, Map<string, { breaker: Breaker; members: Set<BreakerMember> }>>();
 
-/** Announces a breaker change once: one event naming every prefix it affects, once to each distinct onEvent. */
+/**
+ * Announces a breaker change once: one event on the channel naming every prefix it affects (`prefix` the
+ * first), and once to each distinct onEvent, under the prefix of the first limiter that gave it.
+ */
 function announce(members: Iterable<BreakerMember>, open: boolean, error: Error | undefined, openForMs: number): void {
   const list = [...members];
   if (list.length === 0) return;
   const prefixes = [...new Set(list.map((m) => m.prefix))];
-  const base = { prefix: prefixes[0] as string, prefixes };
-  const event: LimiterEvent = open ? { type: 'breaker-open', ...base, error } : { type: 'breaker-close', ...base, latencyMs: openForMs };
-  publish(event, new Set(list.map((m) => m.onEvent)));
+  const event = (prefix: string): LimiterEvent =>
+    open ? { type: 'breaker-open', prefix, prefixes, error } : { type: 'breaker-close', prefix, prefixes, latencyMs: openForMs };
+  publish(event(prefixes[0] as string), []);
+  const hooks = new Map<BreakerMember['onEvent'], string>();
+  for (const m of list) if (m.onEvent !== undefined && !hooks.has(m.onEvent)) hooks.set(m.onEvent, m.prefix);
+  for (const [hook, prefix] of hooks) tell(hook, event(prefix));
 }
 
 /** A breaker of a limiter's own (a test clock), announcing to it alone. */

@@ -11,11 +11,14 @@ export const eventsHeard = (onEvent: unknown): boolean => onEvent !== undefined 
 /** Publishes `event` on sluice:event and gives it to each hook; an exception a hook throws is ignored. */
 export function publish(event: LimiterEvent, hooks: Iterable<((event: LimiterEvent) => void) | undefined>): void {
   if (eventChannel.hasSubscribers) eventChannel.publish(event);
-  for (const hook of hooks) {
-    try {
-      hook?.(event);
-    } catch {
-      // A logging hook must not turn a decision into an error.
-    }
+  for (const hook of hooks) tell(hook, event);
+}
+
+/** Gives `event` to one hook only (not to the channel); an exception it throws is ignored. */
+export function tell(hook: ((event: LimiterEvent) => void) | undefined, event: LimiterEvent): void {
+  try {
+    hook?.(event);
+  } catch {
+    // A logging hook must not turn a decision into an error.
   }
 }

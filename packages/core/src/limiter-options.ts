@@ -26,7 +26,7 @@ export type FailMode = 'open' | 'closed';
 export interface LimiterEvent {
   /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
   type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied' | 'settle-error';
-  /** The limiter's key namespace (its `prefix`); for a breaker event, the first of `prefixes`. */
+  /** The limiter's key namespace (its `prefix`): for a breaker event, the prefix of the limiter whose onEvent hears it (on the channel sluice:event, the first of `prefixes`). */
   prefix: string;
   /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
   prefixes?: string[];

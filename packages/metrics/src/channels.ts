@@ -132,8 +132,11 @@ export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => 
     }
     const event = message as LimiterEvent;
     if (event.type !== 'breaker-open' && event.type !== 'breaker-close') return;
-    seen.add(event.prefix);
-    sink.breaker(event.prefix, event.type === 'breaker-open');
+    // One event per change names every limiter on the shared breaker: each prefix's gauge moves.
+    for (const prefix of event.prefixes ?? [event.prefix]) {
+      seen.add(prefix);
+      sink.breaker(prefix, event.type === 'breaker-open');
+    }
   };
   subscribe('sluice:decision', onDecision);
   subscribe('sluice:event', onEvent);
