@@ -45,6 +45,13 @@ describe('@sluice/core on a real Redis', () => {
         algorithm: fc.constant('token-bucket' as const),
         burst: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(1.5, 12.75)),
       }),
+      // A fixed window that opens at the key's first hit (the peers' count, issue 26).
+      fc.record({
+        limit: fc.integer({ min: 1, max: 20 }),
+        window: fc.oneof(fc.integer({ min: 1000, max: 60_000 }), fc.constantFrom(1.5, 7.25, 333.333)),
+        algorithm: fc.constant('fixed-window' as const),
+        start: fc.constant('first-hit' as const),
+      }),
       // Calendar quotas beside the others; test/plans.redis.test.ts holds them at period boundaries.
       fc.record({
         limit: fc.integer({ min: 1, max: 20 }),

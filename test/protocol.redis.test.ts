@@ -65,6 +65,8 @@ describe('the store protocol on a real Redis', () => {
       // An adjustment answers as a peek after it: past the limit, a peek is refused.
       [true, true, false, false],
       [true, true, false],
+      // A first-hit window: refused at its limit, a refund lets one more through.
+      [true, true, false, true, true, false],
     ]);
   });
 

@@ -11,6 +11,7 @@ const MIDNIGHT = Date.UTC(2026, 0, 15);
 
 const tb = parsePolicy('10/1m');
 const fw = parsePolicy({ limit: 3, window: '1s', algorithm: 'fixed-window' });
+const fh = parsePolicy({ limit: 2, window: '1s', algorithm: 'fixed-window', start: 'first-hit' });
 const sw = parsePolicy({ limit: 5, window: '10s', algorithm: 'sliding-window' });
 const sl = parsePolicy({ limit: 2, window: '1s', algorithm: 'sliding-log' });
 const cc = parsePolicy({ concurrent: 1, lease: '10s' });
@@ -21,6 +22,8 @@ const ccOnly = [cc];
 const tbFw = [tb, fw];
 const swSl = [sw, sl];
 const tbDay = [tb, day];
+const fhOnly = [fh];
+const fhFw = [fh, fw];
 
 const consume = (keys: string[], policies: readonly (typeof tb)[], cost = 1, more: Partial<StoreRequest> = {}): StoreRequest => ({
   keys,
@@ -115,6 +118,25 @@ export const VECTORS: Vector[] = [
       ...['1', String(NOW), '2', 'tb', '10', '60000', '10', ''],
       ...['ca', '2', String(DAY), '2', [MIDNIGHT - DAY, MIDNIGHT, MIDNIGHT + DAY, MIDNIGHT + 2 * DAY].join(' ')],
       ...['3', 'c', '1', '0', '', '2', '1', '2'],
+    ],
+  },
+  {
+    name: "a fixed window from the first hit (burst '0'): charged, refused, refunded, charged again, beside a clock-aligned one",
+    requests: [
+      consume(['{g}fh', '{g}fw'], fhFw),
+      consume(['{g}fh', '{g}fw'], fhFw),
+      consume(['{g}fh', '{g}fw'], fhFw),
+      consume(['{g}fh'], fhOnly, 1, { delta: -1 }),
+      consume(['{g}fh'], fhOnly),
+      { keys: ['{g}fh'], policies: fhOnly, cost: 1, peek: true },
+    ],
+    keys: ['g', '{g}fh', '{g}fw', '{g}fh', '{g}fw', '{g}fh', '{g}fw', '{g}fh', '{g}fh', '{g}fh'],
+    args: [
+      ...['1', String(NOW), '2', 'fw', '2', '1000', '0', '', 'fw', '3', '1000', '3', ''],
+      ...['3', 'c', '1', '0', '', '2', '1', '2'],
+      ...['1', 'a', '-1', '0', '', '1', '1'],
+      ...['1', 'c', '1', '0', '', '1', '1'],
+      ...['1', 'p', '1', '0', '', '1', '1'],
     ],
   },
 ];

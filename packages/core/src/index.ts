@@ -10,7 +10,7 @@ export type { CallOptions, ConsumeOptions, FailMode, Limiter, LimiterEvent, Limi
 export { createLimiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { memoryStore } from './memory-store.js';
-export type { Algorithm, CalendarPeriod, PolicyInput } from './policy.js';
+export type { Algorithm, CalendarPeriod, PolicyInput, WindowStart } from './policy.js';
 export type { RedisStoreOptions } from './redis-store.js';
 export { redisStore } from './redis-store.js';
 export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './shedder.js';

@@ -48,9 +48,17 @@ export type PolicyInput =
       algorithm?: RateAlgorithm;
       /** Token-bucket capacity, >= 1. Default: limit. */
       burst?: number;
+      /**
+       * A fixed window's start: 'clock' (windows aligned to the clock) or 'first-hit' (a window opens at the
+       * key's first hit, as express-rate-limit's and @fastify/rate-limit's stores count). Default 'clock'.
+       */
+      start?: WindowStart;
       /** Shown in RateLimit-Policy. Default derived from limit and window, e.g. '100-per-60s'. */
       name?: string;
     };
+
+/** Where a fixed window starts: aligned to the clock, or at the key's first hit. */
+export type WindowStart = 'clock' | 'first-hit';
 
 /** A validated policy, as stores see it. */
 export interface Policy {
@@ -67,17 +75,19 @@ export interface Policy {
   readonly period?: CalendarPeriod;
   /** A calendar quota's canonical IANA time zone. */
   readonly timeZone?: string;
+  /** 'first-hit' for a fixed window that opens at the key's first hit; absent for one aligned to the clock. */
+  readonly start?: 'first-hit';
 }
 
 const POLICY_STRING = /^\s*([-+]?\d*\.?\d+(?:e[-+]?\d+)?)\s*\/\s*(\S+)\s*$/i;
-const POLICY_FIELDS = ['limit', 'window', 'algorithm', 'burst', 'name', 'timeZone'];
+const POLICY_FIELDS = ['limit', 'window', 'algorithm', 'burst', 'name', 'timeZone', 'start'];
 
 /**
  * Validates and normalizes one policy; throws naming `option` and the field at fault.
  * @example parsePolicy('100/1m') // { name: '100-per-60s', limit: 100, windowMs: 60000, algorithm: 'token-bucket', burst: 100, ... }
  */
 export function parsePolicy(input: unknown, option = 'policy'): Policy {
-  let raw: { limit?: unknown; window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown; timeZone?: unknown };
+  let raw: { limit?: unknown; window?: unknown; algorithm?: unknown; burst?: unknown; name?: unknown; timeZone?: unknown; start?: unknown };
   if (typeof input === 'string') {
     const m = POLICY_STRING.exec(input);
     if (!m) badOption(option, "a string like '100/1m' or an object { limit, window }", input);
@@ -92,6 +102,7 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     return badOption(option, "a string like '100/1m' or an object { limit, window }", input);
   }
   const limit = checkLimit(raw.limit, option);
+  const firstHit = checkStart(raw.start, raw.algorithm, option);
   if (CALENDAR_PERIODS.includes(raw.window as CalendarPeriod)) return calendarPolicy(raw, limit, option);
   if (raw.timeZone !== undefined)
     badOption(`${option}.timeZone`, "used only with a calendar window ('day', 'week' or 'month')", raw.timeZone);
@@ -111,8 +122,17 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     badOption(`${option}.algorithm`, "absent for a calendar quota: give window 'day', 'week' or 'month'", algorithm);
   const name = checkName(raw.name ?? `${limit}-per-${formatDuration(windowMs)}`, option);
   const code = ALGORITHM_CODES[algorithm as Algorithm];
-  const id = `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}`;
-  return { name, limit, windowMs, algorithm: algorithm as Algorithm, burst, id };
+  const id = `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}${firstHit ? 'f' : ''}`;
+  const policy: Policy = { name, limit, windowMs, algorithm: algorithm as Algorithm, burst, id };
+  return firstHit ? { ...policy, start: 'first-hit' } : policy;
+}
+
+/** Whether a policy's `start` is 'first-hit' (only a fixed window has a start). */
+function checkStart(start: unknown, algorithm: unknown, option: string): boolean {
+  if (start === undefined) return false;
+  if (start !== 'clock' && start !== 'first-hit') badOption(`${option}.start`, "'clock' or 'first-hit'", start);
+  if (algorithm !== 'fixed-window') badOption(`${option}.start`, "used only with algorithm 'fixed-window'", start);
+  return start === 'first-hit';
 }
 
 /**

@@ -85,7 +85,9 @@ export function encodeBatch(requests: readonly StoreRequest[], header: CallHeade
         spec = String(specs.size + 1);
         specs.set(policy, spec);
         const starts = policy.period ? calendarArg(policy.period, policy.timeZone as string, header.wall) : '';
-        specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), String(policy.burst), starts);
+        // A first-hit fixed window sends burst 0 (a burst is >= 1 otherwise): lua/fixed-window.lua reads it so.
+        const burst = policy.start === 'first-hit' ? '0' : String(policy.burst);
+        specArgs.push(ALGORITHM_CODES[policy.algorithm], String(policy.limit), String(policy.windowMs), burst, starts);
       }
       runs.push(spec);
     }
