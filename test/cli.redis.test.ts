@@ -30,9 +30,11 @@ function sluice(args: string[], env: Record<string, string> = {}, killAfter = 60
   });
 }
 
+/** A peek's Decision; on stderr nothing, or the one line that says no counter was found (a full bucket). */
 async function inspect(args: string[]): Promise<Decision> {
   const run = await sluice(['inspect', ...args]);
-  expect(run).toMatchObject({ status: 0, stderr: '' });
+  expect(run.status).toBe(0);
+  expect(run.stderr).toMatch(/^(sluice: no counter found for [^\n]+\n)?$/);
   return JSON.parse(run.stdout) as Decision;
 }
 
@@ -132,6 +134,30 @@ describe('sluice (the built command)', () => {
     });
   });
 
+  // Issue 26: a mistyped scope printed a full bucket with no hint that no counter was found.
+  it('inspect says when no counter exists for the key, scope, prefix and policies given', async () => {
+    const prefix = uniquePrefix();
+    const limiter = createLimiter({ prefix, policy: ['3/1m', '1000/day'], store: redisStore({ client }) });
+    await limiter.consume('203.0.113.7', { scope: 'POST /login' });
+    const args = ['203.0.113.7', '--redis', server.url, '--prefix', prefix, '--policy', '3/1m', '--policy', '1000/day'];
+    const found = await sluice(['inspect', ...args, '--scope', 'POST /login']);
+    expect(found).toMatchObject({ status: 0, stderr: '' });
+    expect(JSON.parse(found.stdout)).toMatchObject({ source: 'store', remaining: 2 });
+    for (const [flags, scope] of [
+      [['--scope', 'POST /logon'], ', scope "POST /logon"'],
+      [[], ''],
+    ] as const) {
+      const missed = await sluice(['inspect', ...args, ...flags]);
+      expect(missed.status).toBe(0);
+      expect(JSON.parse(missed.stdout)).toMatchObject({ source: 'store', remaining: 3 });
+      expect(missed.stderr).toBe(
+        `sluice: no counter found for "203.0.113.7" (prefix ${JSON.stringify(prefix)}${scope}): showing a full bucket. ` +
+          'If the app has limited this client, check the key, --scope, --prefix and --policy against it\n',
+      );
+    }
+    await limiter.close();
+  });
+
   it('exits 2 on a bad argument with one line on stderr, never echoing the Redis URL', async () => {
     const url = 'redis://admin:hunter2@127.0.0.1:1';
     const bad = [
@@ -228,7 +254,7 @@ describe('sluice (the built command)', () => {
       }
       for (const timeout of ['10s', '10000', '1m']) {
         const run = await sluice([...common, '--timeout', timeout]);
-        expect(run).toMatchObject({ status: 0, stderr: '' });
+        expect(run).toMatchObject({ status: 0, stderr: expect.stringMatching(/^sluice: no counter found for "k"/) });
         expect(JSON.parse(run.stdout)).toMatchObject({ source: 'store', remaining: 5 });
       }
     });

@@ -1,4 +1,4 @@
-import { createLimiter, type Limiter, redisStore, SluiceError } from '@sluice/core';
+import { createLimiter, type Decision, type Limiter, redisStore, SluiceError } from '@sluice/core';
 import { Cluster, Redis } from 'ioredis';
 import { type Command, parseCommand, USAGE, UsageError } from './args.js';
 import { cliVersion } from './version.cjs';
@@ -168,6 +168,7 @@ async function run(
       const decision = await limiter.peek(command.client, { scope: command.scope });
       if (decision.source !== 'store') throw seen.storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
       write('out', `${JSON.stringify(decision, null, 2)}\n`);
+      if (untouched(decision)) write('err', `sluice: ${noCounter(command)}\n`);
     }
     return 0;
   } catch (error) {
@@ -183,4 +184,21 @@ async function run(
     write('err', `sluice: the store failed: ${cause.split('\n')[0]}\n`);
     return 1;
   }
+}
+
+/**
+ * True when a peek found no counter: every policy full, as a key never charged (or long idle) is. A mistyped
+ * key, --scope, --prefix or --policy finds none, and the JSON alone would read as a client with all its quota.
+ */
+function untouched(decision: Decision): boolean {
+  // A calendar quota resets at the period's end whether or not it counted: its remaining says it all.
+  return decision.policies.every((p) => p.remaining >= p.limit && (p.resetMs === 0 || p.remaining === p.limit));
+}
+
+function noCounter(command: StoreCommand): string {
+  const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
+  return (
+    `no counter found for ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope}): showing a full bucket. ` +
+    'If the app has limited this client, check the key, --scope, --prefix and --policy against it'
+  );
 }
