@@ -16,6 +16,10 @@
 --          'a' adjust: `cost` is the delta, applied to every policy by its algorithm's adjustment without
 --              a check (a refund never past full); the reply is a peek's after it
 --          'r' release: an adjustment that gives the decision's slot back; its reply is zeros (unread)
+--          'w<µs>' reserve (limiter.wait, issue 28), the most it may wait in whole µs after the 'w': every
+--              policy is checked at `cost` as a peek; when the longest retry is within it, each policy is
+--              charged its place in line by its <name>_reserve and answers its retry negated (the wait
+--              until its turn: the decision passes); else nothing is charged, and the retries stand
 --   idTtl  ms, '0' for none: an id already recorded is allowed again and charges nothing (a peek's reply
 --          with every retry 0); an allowed consume records its id for idTtl ms (the record holds the
 --          instant it lapses, and expires then)
@@ -60,7 +64,7 @@ for s = 1, nspecs do
   end
   local starts = ARGV[b + 5]
   local window = starts ~= '' and starts or tonumber(ARGV[b + 3])
-  specs[s] = { fns[1], tonumber(ARGV[b + 2]), window, tonumber(ARGV[b + 4]), fns[2] }
+  specs[s] = { fns[1], tonumber(ARGV[b + 2]), window, tonumber(ARGV[b + 4]), fns[2], fns[3] }
 end
 
 local reply, r, k = {}, 0, 2
@@ -76,11 +80,13 @@ while a <= nargs do
   end
   a = a + 6 + n
   local consume, release, adjust = op == 'c', op == 'r', op == 'a' or op == 'r'
+  -- A reservation's most wait (µs), or false: it takes the general body below.
+  local reserve = sub(op, 1, 1) == 'w' and tonumber(sub(op, 2))
   local from = 1
   -- Two fast paths for runs of one policy and no id, each kept because bench/lua-instructions.mjs shows
   -- it earns its place against the general body below (Redis instructions in the script calls, calls
   -- of 16, the general body alone -> with the fast path; figures of 5 Dec 2026, each of three runs):
-  if n == 1 and idTtl == 0 then
+  if n == 1 and idTtl == 0 and not reserve then
     local spec = run[1]
     local step, limit, window, burst, adjustment = spec[1], spec[2], spec[3], spec[4], spec[5]
     if not adjust and slots == '' then
@@ -156,9 +162,26 @@ while a <= nargs do
         apply, again = true, true
       end
     until not again
+    -- A reservation: checked above as a peek at its cost. Its turn is the longest wait (µs) of its policies.
+    local reserved = false
+    if reserve and not replay then
+      local most = 0
+      for i = 1, n do
+        if reply[r + 3 * i] > most then most = reply[r + 3 * i] end
+      end
+      if most <= reserve then
+        reserved = true
+        for i = 1, n do
+          local spec, at = run[i], r + 3 * i
+          spec[6](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, now + most / 1000)
+          local left = reply[at - 2] - cost
+          reply[at - 2], reply[at] = left > 0 and left - left % 1 or 0, -reply[at]
+        end
+      end
+    end
     r, k = r + 3 * n, k + n
     if idTtl > 0 then
-      if allowed and take then
+      if allowed and take or reserved then
         local ttl = math.ceil(idTtl)
         call('SET', KEYS[k], format('%.17g', now + ttl), 'PX', format('%d', ttl + SLACK))
       end

@@ -61,3 +61,16 @@ local function sliding_window_adjust(key, now, limit, window, burst, delta)
   end
   put(key, format('%d ', idx) .. num(after) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
 end
+
+-- A reservation (decide.lua's op 'w') whose turn is `at` (ms; the step's retry told when): its cost is
+-- counted in the window its turn falls in. When that is the next window, the key moves on to it now
+-- (its previous count is this window's), so the next reservation's wait counts it at the right weight.
+local function sliding_window_reserve(key, now, limit, window, burst, cost, at)
+  local idx, cur, prev, same = sliding_window_state(key, now, window)
+  local turn = math.floor(at / window)
+  if turn > idx then
+    prev = turn == idx + 1 and cur or 0
+    idx, cur, same = turn, 0, false
+  end
+  put(key, format('%d ', idx) .. num(cur + cost) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
+end

@@ -95,3 +95,10 @@ local function token_bucket_adjust(key, now, limit, window, burst, delta)
   local before = q and -((r or 0) > 0 and q + 1 or q)
   put(key, value, before and expiry == before % quantum - before, (expiry - t) / 1000)
 end
+
+-- A reservation (decide.lua's op 'w'): the cost is charged now, past a full debt if need be, so the
+-- request holds its place in line and the next reservation's wait counts it; decide.lua found its
+-- turn, `at` (ms), from the step's retry. GCRA charges a place in line the same however far ahead it is.
+local function token_bucket_reserve(key, now, limit, window, burst, cost, at)
+  token_bucket_adjust(key, now, limit, window, burst, cost)
+end

@@ -1,7 +1,8 @@
 // lua/ is the one source of every script. This builds the decide script from it: prelude.lua, then
 // algorithm(code), in which each algorithm file (the others) is the branch of the code the file declares:
 // it makes the file's functions and returns its <name> step and its <name>_adjust function (charge
-// without a check, refund, or give a slot back), and decide.lua. Each file's text opens with a
+// without a check, refund, or give a slot back), and its <name>_reserve when it has one (a place in
+// line: limiter.wait), and decide.lua. Each file's text opens with a
 // `-- lua/<file>:1` marker, and LUA_LINES maps every line of the script back to its file and line, so
 // that a Redis error (`user_script:123: ...`) names lua/<file>:<line> (redis-store.ts rewrites it). It
 // writes the script, the map and the algorithm codes to src/lua.generated.ts, so the built package
@@ -22,7 +23,9 @@ const algorithms = readdirSync(dir)
     if (!code) throw new Error(`lua/${file}: no '-- code: xx' line`);
     if (!source.includes(`local function ${fn}(`)) throw new Error(`lua/${file}: no 'local function ${fn}('`);
     if (!source.includes(`local function ${fn}_adjust(`)) throw new Error(`lua/${file}: no 'local function ${fn}_adjust('`);
-    return { file, name, code, fn, source };
+    // <name>_reserve is optional: only the algorithms that can reserve a place in line have one.
+    const reserve = source.includes(`local function ${fn}_reserve(`);
+    return { file, name, code, fn, source, reserve };
   });
 
 // The script's lines, and the map: [first line of the script, file, its first line, lines] per file.
@@ -42,7 +45,7 @@ glue('local function algorithm(code)');
 algorithms.forEach((a, i) => {
   glue(`${i === 0 ? 'if' : 'elseif'} code == '${a.code}' then`);
   file(a.file, a.source);
-  glue(`return ${a.fn}, ${a.fn}_adjust`);
+  glue(`return ${a.fn}, ${a.fn}_adjust${a.reserve ? `, ${a.fn}_reserve` : ''}`);
 });
 glue('end');
 glue('end');

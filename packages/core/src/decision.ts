@@ -42,6 +42,8 @@ export interface Decision {
   policies: PolicyDecision[];
   /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, or the fail mode 'open'. */
   source: DecisionSource;
+  /** A wait's decision only: ms it waited for its turn (limiter.wait). */
+  waitedMs?: number;
   /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
   shadowed?: boolean;
   /**

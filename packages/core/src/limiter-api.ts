@@ -1,6 +1,7 @@
 // The public shape of a limiter and of its calls' options (createLimiter is limiter.ts).
 import type { Decision } from './decision.js';
 import type { PolicyInput } from './policy.js';
+import type { WaitOptions } from './wait.js';
 
 /** A rate limiter. */
 export interface Limiter {
@@ -21,6 +22,16 @@ export interface Limiter {
   /** Reads `key` without charging: would a cost of 1 pass now? Under `policy` when given, else the limiter's. */
   peek(key: string, options?: CallOptions): Promise<Decision>;
   /**
+   * Waits until `cost` may pass, then resolves with the allowed Decision (`waitedMs` set). One store call
+   * reserves the request's place when it can pass within `maxWait` (default '30s'): first to reserve goes
+   * first, across processes (token bucket and sliding window; other policies ask again at their retry
+   * time). Rejects at once, charging nothing, with ERR_SLUICE_WAIT (and `retryAfterMs`) when it could not
+   * pass within `maxWait`; an abort before its turn gives the reservation back and rejects with the
+   * signal's reason. A store failure goes to the fail mode.
+   * @example const d = await limiter.wait('api.example.com', { maxWait: '10s' }); await callTheApi();
+   */
+  wait(key: string, options?: WaitOptions): Promise<Decision>;
+  /**
    * Forgets `key` everywhere this limiter counts it: under `policy` when given, else under the limiter's
    * policies and every call policy it has seen lately.
    */
@@ -39,12 +50,16 @@ export interface CallOptions {
    * adapter's counter from outside (the CLI's --scope). Default: none.
    */
   scope?: string;
+  /** The client IP, matched against the rules' address and CIDR patterns (createRules); the adapters pass it. Default none. */
+  ip?: string;
 }
 
 /** Options of one consume. */
 export interface ConsumeOptions {
   /** The counter's scope (see CallOptions.scope). */
   scope?: string;
+  /** The client IP, matched against the rules' address and CIDR patterns (see CallOptions.ip). */
+  ip?: string;
   /** Units to charge, > 0. Default 1. */
   cost?: number;
   /**

@@ -6,6 +6,7 @@
 //   store-call.ts    ask(): the store under its deadline and breaker, or else
 //   fail-mode.ts     the decision when the store cannot answer
 //   slots.ts         concurrent slots (release), adjust.ts (adjust), shadow.ts (shadow mode, denied event)
+//   wait.ts          wait(): a reservation through the store call, or asking again
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
 // sluice:decision, every event on sluice:event.
 import { channel } from 'node:diagnostics_channel';
@@ -32,6 +33,7 @@ import { createSlots, type Slots } from './slots.js';
 import type { StoreReply, StoreRequest } from './store.js';
 import { createStoreCall, type ReportError } from './store-call.js';
 import { createTiers } from './tiers.js';
+import { createWait } from './wait.js';
 
 export type { CallOptions, ConsumeOptions, Limiter } from './limiter-api.js';
 export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
@@ -81,8 +83,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     return slots;
   };
-  const hold = (decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision =>
-    attempt.slot === undefined ? decision : slotsOf(attempt.set).hold(decision, attempt, keys);
+  // A slot released in this process wakes the waits for one (wait.ts).
+  const onRelease = new Set<() => void>();
+  const hold = (decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision => {
+    if (attempt.slot === undefined) return decision;
+    const held = slotsOf(attempt.set).hold(decision, attempt, keys);
+    const { release } = held;
+    if (release)
+      held.release = () =>
+        release().finally(() => {
+          for (const wake of onRelease) wake();
+        });
+    return held;
+  };
 
   const knownSets = (): PolicySet[] => [...(own ? [own] : []), ...calls.sets()];
   /** Forgets every known set's denials of a key: sets share counters (a policy in two plans, a quota under two limits). */
@@ -163,6 +176,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   const resetKey = createReset(prefix, store, local, o.prefilter);
   const adjust = createAdjust({ options: o, storeCall, reportError, failMode, setOf, forgetDenials });
+  const wait = createWait({
+    prefix,
+    clock,
+    storeCall,
+    reportError,
+    setOf,
+    withoutStore,
+    adjust,
+    consume: (key, options) => limiter.consume(key, options),
+    onRelease: (wake) => {
+      onRelease.add(wake);
+      return () => onRelease.delete(wake);
+    },
+  });
+
 
   const limiter: Limiter = {
     consume(key, options) {
@@ -197,6 +225,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
     },
+
+    wait: (key, options) => wait(key, options),
 
     adjust(key, delta, options) {
       try {

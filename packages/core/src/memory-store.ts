@@ -2,7 +2,7 @@ import { ALGORITHMS, type StepResult } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import { MemoryKeys } from './memory-keys.js';
 import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from './options.js';
-import { idOf, opOf } from './protocol.js';
+import { idOf, opOf, waitArg } from './protocol.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
 
 /** Options of memoryStore(). */
@@ -47,7 +47,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
 /**
  * One decision, read as protocol.ts reads it and decided as lua/decide.lua's loop decides one: an
  * adjustment moves every policy first; every policy is checked before any is charged, and one policy
- * checks and charges in one pass; a release answers zeros, an id already recorded a peek's reply.
+ * checks and charges in one pass; a release answers zeros, an id already recorded a peek's reply; a
+ * reservation is checked as a peek at its cost, and charged its place in line when its turn is near enough.
  */
 function decideNow(store: MemoryKeys, now: number, request: StoreRequest): StoreReply {
   const { keys, policies, slot = '' } = request;
@@ -62,9 +63,9 @@ function decideNow(store: MemoryKeys, now: number, request: StoreRequest): Store
     }
   }
   if (op === 'r') return { allowed: true, states: policies.map(() => ({ remaining: 0, resetMs: 0, retryAfterMs: 0 })) };
-  const replay = op === 'c' && idTtl > 0 && store.read(keys[n]!, now) !== undefined;
+  const replay = (op === 'c' || op === 'w') && idTtl > 0 && store.read(keys[n]!, now) !== undefined;
   const take = op === 'c' && !replay;
-  const cost = op === 'c' ? request.cost : 1;
+  const cost = op === 'c' || op === 'w' ? request.cost : 1;
   let apply = take && n === 1;
   const steps: StepResult<unknown>[] = new Array(n);
   let allowed = true;
@@ -78,6 +79,7 @@ function decideNow(store: MemoryKeys, now: number, request: StoreRequest): Store
     if (!allowed || !take || apply) break;
     apply = true;
   }
+  if (op === 'w' && !replay) return reserve(store, now, request, steps);
   const states: PolicyState[] = new Array(n);
   for (let i = 0; i < n; i++) {
     const { remaining, resetMs, next, windowMs } = steps[i]!;
@@ -87,4 +89,29 @@ function decideNow(store: MemoryKeys, now: number, request: StoreRequest): Store
   }
   if (apply && allowed && idTtl > 0) store.write(keys[n]!, true, now + Math.ceil(idTtl), now);
   return { allowed: allowed || replay, states };
+}
+
+/**
+ * A reservation, as decide.lua's: its turn is the longest wait (whole µs) of its policies' checks. Within
+ * maxWaitMs, each policy is charged its place in line and the reply passes with waitMs; else nothing.
+ */
+function reserve(store: MemoryKeys, now: number, request: StoreRequest, steps: readonly StepResult<unknown>[]): StoreReply {
+  const { keys, policies, cost } = request;
+  const n = policies.length;
+  let most = 0;
+  for (const step of steps) most = Math.max(most, Math.round(step.retryAfterMs * 1000));
+  const states: PolicyState[] = new Array(n);
+  const reserved = most <= waitArg(request.maxWaitMs as number);
+  for (let i = 0; i < n; i++) {
+    const { remaining, resetMs, retryAfterMs, windowMs } = steps[i]!;
+    const state: PolicyState = reserved ? { remaining: Math.max(0, Math.floor(remaining - cost)), resetMs, retryAfterMs: 0 } : { remaining, resetMs, retryAfterMs };
+    if (windowMs !== undefined) state.windowMs = windowMs;
+    states[i] = state;
+    if (!reserved) continue;
+    const next = ALGORITHMS[policies[i]!.algorithm].reserve!(store.read(keys[i]!, now) as never, now, policies[i]!, cost, now + most / 1000);
+    if (next === null) store.write(keys[i]!, undefined, now, now);
+    else if (next !== undefined) store.write(keys[i]!, next.state, now + next.ttlMs, now);
+  }
+  if (reserved && idOf(request) > 0) store.write(keys[n]!, true, now + Math.ceil(idOf(request)), now);
+  return reserved ? { allowed: true, states, waitMs: most / 1000 } : { allowed: false, states, waitMs: 0 };
 }

@@ -9,7 +9,8 @@
 //       SPEC_FIELDS each (algorithm code, limit, window ms, burst, calendar period starts or ''), then
 //       runs of decisions alike, RUN_FIELDS each and one spec number per policy:
 //       count, op, cost, idTtl ('0': none), slots (one per decision, space-separated; '' for none), n.
-// Reply per decision and policy: remaining, resetMs, retryAfterUs (whole µs; 0 when the policy passed).
+// Reply per decision and policy: remaining, resetMs, retryAfterUs (whole µs; 0 when the policy passed;
+// negated for a reservation that passes: its wait until its turn).
 import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
 import { describe } from './errors.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
@@ -22,12 +23,14 @@ export const RUN_FIELDS = 6;
 /**
  * What a request asks: 'c' consume (check every policy, charge all or none), 'p' peek (check, cost 1),
  * 'a' adjust (move every policy by delta without a check, then answer as a peek), 'r' release (an
- * adjustment that gives a slot back: `delta` with `slot`; answered with zeros, which no one reads).
+ * adjustment that gives a slot back: `delta` with `slot`; answered with zeros, which no one reads),
+ * 'w' reserve (limiter.wait: `maxWaitMs`; sent as 'w' and the most wait in whole µs, see waitArg).
  */
-export type Op = 'c' | 'p' | 'a' | 'r';
+export type Op = 'c' | 'p' | 'a' | 'r' | 'w';
 
 /** The one reading of a request's kind, for both stores. */
 export function opOf(request: StoreRequest): Op {
+  if (request.maxWaitMs !== undefined) return 'w';
   if (request.delta !== undefined) return request.slot === undefined ? 'a' : 'r';
   return request.peek ? 'p' : 'c';
 }
@@ -35,6 +38,11 @@ export function opOf(request: StoreRequest): Op {
 /** The id record's ttl in ms, 0 for none: a request with one has one more key, after its policies'. */
 export function idOf(request: StoreRequest): number {
   return request.idTtlMs ?? 0;
+}
+
+/** A reservation's most wait in whole µs, as the op carries it ('w' and this), rounded down. */
+export function waitArg(maxWaitMs: number): number {
+  return Math.floor(maxWaitMs * 1000);
 }
 
 /** A call's header: the guard key and the call's number (lua/decide.lua's call guard), and its clocks. */
@@ -77,8 +85,9 @@ export function encodeBatch(requests: readonly StoreRequest[], header: CallHeade
     slots = request.slot ?? '';
     head = runs.length;
     const op = opOf(request);
-    const cost = op === 'c' ? request.cost : op === 'p' ? 1 : (request.delta as number);
-    runs.push('', op, String(cost), String(idOf(request)), '', String(n));
+    const cost = op === 'c' || op === 'w' ? request.cost : op === 'p' ? 1 : (request.delta as number);
+    const opArg = op === 'w' ? `w${waitArg(request.maxWaitMs as number)}` : op;
+    runs.push('', opArg, String(cost), String(idOf(request)), '', String(n));
     for (const policy of policies) {
       let spec = specs.get(policy);
       if (spec === undefined) {
@@ -107,6 +116,7 @@ function alike(request: StoreRequest, shape: StoreRequest): boolean {
     (request.peek || request.cost === shape.cost) &&
     request.delta === shape.delta &&
     request.idTtlMs === shape.idTtlMs &&
+    request.maxWaitMs === shape.maxWaitMs &&
     (request.slot !== undefined) === (shape.slot !== undefined)
   );
 }
@@ -118,8 +128,9 @@ function close(runs: string[], head: number, count: number, slots: string): void
 
 /**
  * The script's reply as one StoreReply per request, or an Error naming what is wrong with its shape:
- * three integers per (request, policy). A request is allowed when every policy's retry is 0 (a denying
- * policy answers >= 1 µs). `wall` is the header's: a calendar quota's period length is read from it.
+ * three integers per (request, policy). A request is allowed when no policy's retry is above 0 (a denying
+ * policy answers >= 1 µs); a reservation's passing policies answer their wait negated, and its reply's
+ * waitMs is the longest. `wall` is the header's: a calendar quota's period length is read from it.
  * @example decodeReply([5, 60000, 0], [request], wall) // [{ allowed: true, states: [{ remaining: 5, ... }] }]
  */
 export function decodeReply(reply: unknown, requests: readonly StoreRequest[], wall: number): StoreReply[] | Error {
@@ -129,6 +140,7 @@ export function decodeReply(reply: unknown, requests: readonly StoreRequest[], w
   for (let d = 0; d < requests.length; d++) {
     const { policies } = requests[d] as StoreRequest;
     let allowed = true;
+    let waitUs = 0;
     const n = policies.length;
     const states: PolicyState[] = new Array(n);
     for (let i = 0; i < n; i++) {
@@ -136,13 +148,14 @@ export function decodeReply(reply: unknown, requests: readonly StoreRequest[], w
       const resetMs = reply[at + 1] as number;
       const retryAfterUs = reply[at + 2] as number;
       at += 3;
-      if (retryAfterUs !== 0) allowed = false;
-      const state: PolicyState = { remaining, resetMs, retryAfterMs: retryAfterUs / 1000 };
+      if (retryAfterUs > 0) allowed = false;
+      else if (-retryAfterUs > waitUs) waitUs = -retryAfterUs;
+      const state: PolicyState = { remaining, resetMs, retryAfterMs: retryAfterUs > 0 ? retryAfterUs / 1000 : 0 };
       const { period, timeZone } = policies[i] as Policy;
       if (period) state.windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
       states[i] = state;
     }
-    replies[d] = { allowed, states };
+    replies[d] = (requests[d] as StoreRequest).maxWaitMs === undefined ? { allowed, states } : { allowed, states, waitMs: allowed ? waitUs / 1000 : 0 };
   }
   return replies;
 }

@@ -37,12 +37,20 @@ export interface StoreRequest {
    * already recorded is allowed and charges nothing; an allowed consume records it for idTtlMs.
    */
   idTtlMs?: number;
+  /**
+   * A reservation (limiter.wait): when `cost` can pass every policy within maxWaitMs, each is charged its
+   * place in line now and the reply's waitMs says when its turn is; else nothing is charged (a denial).
+   * Only policies whose algorithm has a reserve (token bucket, sliding window) take one.
+   */
+  maxWaitMs?: number;
 }
 
 export interface StoreReply {
   /** True when every policy passed; then all were charged (unless peek), else none. */
   allowed: boolean;
   states: PolicyState[];
+  /** A reservation's reply only: ms until its turn (0 when it may go now, and when denied). */
+  waitMs?: number;
 }
 
 /**

@@ -8,8 +8,8 @@ import { calendar, calendarAdjust } from './calendar.js';
 import { concurrent, concurrentAdjust } from './concurrent.js';
 import { fixedWindow, fixedWindowAdjust } from './fixed-window.js';
 import { slidingLog, slidingLogAdjust } from './sliding-log.js';
-import { slidingWindow, slidingWindowAdjust } from './sliding-window.js';
-import { tokenBucket, tokenBucketAdjust } from './token-bucket.js';
+import { slidingWindow, slidingWindowAdjust, slidingWindowReserve } from './sliding-window.js';
+import { tokenBucket, tokenBucketAdjust, tokenBucketReserve } from './token-bucket.js';
 
 /** The algorithms a policy can use. */
 export type Algorithm = keyof typeof ALGORITHM_CODES;
@@ -25,14 +25,22 @@ type AnyAdjust = (
   slot: string,
 ) => { state: unknown; ttlMs: number } | null | undefined;
 
-/** Each algorithm's step and adjustment (its lua/ file's <name> and <name>_adjust), by name. */
-export const ALGORITHMS: { readonly [A in Algorithm]: { readonly step: AnyStep; readonly adjust: AnyAdjust } } = {
-  'token-bucket': { step: tokenBucket, adjust: tokenBucketAdjust },
+/** A reservation of a place in line whose turn is `at`, over a state of its own kind. */
+type AnyReserve = (state: never, now: number, p: Policy, cost: number, at: number) => { state: unknown; ttlMs: number } | null | undefined;
+
+/**
+ * Each algorithm's step and adjustment (its lua/ file's <name> and <name>_adjust), and its reservation
+ * (<name>_reserve) when it can take one, by name.
+ */
+export const ALGORITHMS: {
+  readonly [A in Algorithm]: { readonly step: AnyStep; readonly adjust: AnyAdjust; readonly reserve?: AnyReserve };
+} = {
+  'token-bucket': { step: tokenBucket, adjust: tokenBucketAdjust, reserve: tokenBucketReserve },
   'fixed-window': { step: fixedWindow, adjust: fixedWindowAdjust },
-  'sliding-window': { step: slidingWindow, adjust: slidingWindowAdjust },
+  'sliding-window': { step: slidingWindow, adjust: slidingWindowAdjust, reserve: slidingWindowReserve },
   'sliding-log': { step: slidingLog, adjust: slidingLogAdjust },
   calendar: { step: calendar, adjust: calendarAdjust },
   concurrent: { step: concurrent, adjust: concurrentAdjust },
 };
 
-export type { AdjustStep, AlgorithmStep, StepResult } from './algorithm.js';
+export type { AdjustStep, AlgorithmStep, ReserveStep, StepResult } from './algorithm.js';

@@ -1,4 +1,4 @@
-import type { AdjustStep, AlgorithmStep } from './algorithm.js';
+import type { AdjustStep, AlgorithmStep, ReserveStep } from './algorithm.js';
 
 /** Mirrors lua/sliding-window.lua. */
 export interface SlidingWindowState {
@@ -51,4 +51,17 @@ export const slidingWindowAdjust: AdjustStep<SlidingWindowState> = (state, now, 
   if (after === cur) return undefined;
   if (after === 0 && prev === 0) return null;
   return { state: { idx, cur: after, prev }, ttlMs: Math.ceil(idx * window + 2 * window - now) };
+};
+
+/** Mirrors sliding_window_reserve: the cost counts in the window its turn `at` falls in (this one or a later one). */
+export const slidingWindowReserve: ReserveStep<SlidingWindowState> = (state, now, p, cost, at) => {
+  const window = p.windowMs;
+  let { idx, cur, prev } = current(state, now, window);
+  const turn = Math.floor(at / window);
+  if (turn > idx) {
+    prev = turn === idx + 1 ? cur : 0;
+    idx = turn;
+    cur = 0;
+  }
+  return { state: { idx, cur: cur + cost, prev }, ttlMs: Math.ceil(idx * window + 2 * window - now) };
 };

@@ -1,4 +1,4 @@
-import type { AdjustStep, AlgorithmStep } from './algorithm.js';
+import type { AdjustStep, AlgorithmStep, ReserveStep } from './algorithm.js';
 
 /**
  * Mirrors lua/token-bucket.lua: GCRA, the instant the bucket is full again (TAT) as q + r / limit µs,
@@ -56,3 +56,6 @@ export const tokenBucketAdjust: AdjustStep<TokenBucketState> = (state, now, p, d
   const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
   return { state: { q: t + dq, r }, ttlMs: Math.ceil((expiryOf(t + dq, r, quantum) - t) / 1000) };
 };
+
+/** Mirrors token_bucket_reserve: a place in line is the cost charged now, past a full debt if need be. */
+export const tokenBucketReserve: ReserveStep<TokenBucketState> = (state, now, p, cost) => tokenBucketAdjust(state, now, p, cost, '');

@@ -1,0 +1,82 @@
+import { createLimiter } from './limiter.js';
+import { memoryStore } from './memory-store.js';
+
+describe('limiter.wait on the memory store', () => {
+  test('10 waits on a 5/s bucket (burst 5): 5 at once, then one per 200 ms, in the order called', async () => {
+    const limiter = createLimiter({ policy: { limit: 5, window: '1s' }, store: memoryStore() });
+    const start = performance.now();
+    const order: number[] = [];
+    const times: number[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        limiter.wait('k').then((d) => {
+          order.push(i);
+          times.push(performance.now() - start);
+          expect(d.allowed).toBe(true);
+          expect(d.waitedMs).toBeGreaterThanOrEqual(0);
+        }),
+      ),
+    );
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // The 10th's turn is 1 s after the first five; a busy machine is late, never early.
+    expect(times[9]).toBeGreaterThanOrEqual(990);
+    expect(times[9]).toBeLessThan(3000);
+    await limiter.close();
+  });
+
+  test('a turn past maxWait rejects at once with ERR_SLUICE_WAIT and charges nothing', async () => {
+    // A still clock: the peeks before and after see the same instant.
+    const limiter = createLimiter({ policy: { limit: 2, window: '1s' }, store: memoryStore({ clock: () => 1_700_000_000_000 }) });
+    await limiter.consume('k', { cost: 2 });
+    const before = await limiter.peek('k');
+    const t = performance.now();
+    await expect(limiter.wait('k', { maxWait: 100 })).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT', retryAfterMs: 500 });
+    expect(performance.now() - t).toBeLessThan(100);
+    expect(await limiter.peek('k')).toEqual(before);
+    await limiter.close();
+  });
+
+  test('an abort before its turn gives the place back and rejects with the reason', async () => {
+    const limiter = createLimiter({ policy: { limit: 1, window: '1s' }, store: memoryStore() });
+    await limiter.consume('k');
+    const controller = new AbortController();
+    const waiting = limiter.wait('k', { signal: controller.signal });
+    const reason = new Error('gone');
+    setTimeout(() => controller.abort(reason), 50);
+    await expect(waiting).rejects.toBe(reason);
+    // The place is free again: the next wait's turn is the aborted one's (about 1 s), not a second later.
+    const next = await limiter.wait('k', { maxWait: 1000 });
+    expect(next.allowed).toBe(true);
+    await limiter.close();
+  });
+
+  test('a fixed window asks again at its retry time', async () => {
+    const limiter = createLimiter({ policy: { limit: 1, window: '300ms', algorithm: 'fixed-window' }, store: memoryStore() });
+    await limiter.consume('k');
+    const d = await limiter.wait('k', { maxWait: '2s' });
+    expect(d.allowed).toBe(true);
+    expect(d.waitedMs).toBeGreaterThan(0);
+    await expect(limiter.wait('k', { maxWait: 10 })).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT' });
+    await limiter.close();
+  });
+
+  test('a concurrent policy asks again when a slot is released in this process', async () => {
+    const limiter = createLimiter({ policy: { concurrent: 1, lease: '1m' }, store: memoryStore() });
+    const held = await limiter.consume('k');
+    const t = performance.now();
+    setTimeout(() => void held.release?.(), 100);
+    const d = await limiter.wait('k', { maxWait: '5s' });
+    expect(d.allowed).toBe(true);
+    // Woken by the release, not by the once-a-second ask.
+    expect(performance.now() - t).toBeLessThan(900);
+    await d.release?.();
+    await limiter.close();
+  });
+
+  test('bad options throw ERR_SLUICE_OPTION naming them', async () => {
+    const limiter = createLimiter({ policy: '1/s', store: memoryStore() });
+    await expect(limiter.wait('k', { maxWait: -1 })).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION', message: expect.stringContaining('maxWait') });
+    await expect(limiter.wait('k', { signal: {} as AbortSignal })).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
+    await limiter.close();
+  });
+});
