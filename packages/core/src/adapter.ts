@@ -2,6 +2,7 @@
 // spellings, key and route scope, verdict, headers, problem body, settle, shed). It exports what the
 // adapters import, no more. Not for applications: what they may rely on is the package root.
 
+export type { ForwardedCheck } from './adapter/forwarded.js';
 export { stackHeaders } from './adapter/headers.js';
 export { mergeHttpOptions } from './adapter/merge.js';
 export type { HttpLimitOptions, PolicyGiven } from './adapter/options.js';

@@ -1,5 +1,6 @@
 // createLimiter's options: the table (name, default, check, doc) and their resolution.
 import { performance } from 'node:perf_hooks';
+import { type BanOptions, banSettings } from './ban.js';
 import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption } from './errors.js';
@@ -17,6 +18,7 @@ import {
   spec,
 } from './options.js';
 import { isConcurrent, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import { type Rules, rulesInside } from './rules.js';
 import type { Store } from './store.js';
 
 /** What the limiter does when its store fails or times out. */
@@ -25,7 +27,26 @@ export type FailMode = 'open' | 'closed';
 /** Something worth a log line or a metric. */
 export interface LimiterEvent {
   /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
-  type: 'store-error' | 'breaker-open' | 'breaker-close' | 'fallback' | 'fail-open' | 'denied' | 'shadow-denied' | 'settle-error';
+  /**
+   * 'forwarded-untrusted': once per middleware, a request carried X-Forwarded-For while the framework does not
+   * trust proxies (the default key is then the proxy's address); `error.message` names the fix.
+   */
+  /**
+   * 'rule-change': a process' copy of the rules changed (createRules; `version`, `rules` the count); 'rule-error':
+   * a refresh of the rules failed (the last known rules stay in force) or a ban could not be counted or written.
+   */
+  type:
+    | 'store-error'
+    | 'breaker-open'
+    | 'breaker-close'
+    | 'fallback'
+    | 'fail-open'
+    | 'denied'
+    | 'shadow-denied'
+    | 'settle-error'
+    | 'rule-change'
+    | 'rule-error'
+    | 'forwarded-untrusted';
   /** The limiter's key namespace (its `prefix`): for a breaker event, the prefix of the limiter whose onEvent hears it (on the channel sluice:event, the first of `prefixes`). */
   prefix: string;
   /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
@@ -36,6 +57,9 @@ export interface LimiterEvent {
   /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
   latencyMs?: number;
   decision?: Decision;
+  /** rule-change: the version of the rules now in force in this process, and how many there are. */
+  version?: number;
+  rules?: number;
 }
 
 /** Options of createLimiter(). */
@@ -65,6 +89,13 @@ export interface LimiterOptions {
   shadow?: boolean;
   /** Circuit breaker in front of the store, shared by the limiters on one store with the same settings; false to disable. Default { failures: 5, cooldown: 500 }. */
   breaker?: false | { failures?: number; cooldown?: Duration };
+  /** Rules operators change at run time (createRules): overrides, deny and allow lists, bans. Default none. */
+  rules?: Rules;
+  /**
+   * A key denied `after` times within `within` is denied for `for` on every process: a deny rule with
+   * `ban: true` written to `rules` (or, without them, to rules of the limiter's own store and prefix). Default none.
+   */
+  ban?: BanOptions;
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. Default none. */
   onEvent?: (event: LimiterEvent) => void;
   /**
@@ -134,6 +165,8 @@ export const LIMITER_OPTIONS = {
   prefilter: spec(parsePolicy),
   shadow: spec(isBoolean, false),
   breaker: spec(breakerSettings, BREAKER),
+  rules: spec(rulesInside),
+  ban: spec(banSettings),
   onEvent: spec<(event: LimiterEvent) => void>(isFunction),
   clock: spec<() => number>(isFunction),
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };

@@ -1,5 +1,6 @@
 import type { Decision } from '@sluice/core';
 import {
+  type ForwardedCheck,
   type HttpLimitOptions,
   httpLimit,
   isFunction,
@@ -32,6 +33,11 @@ export interface ExpressOwnOptions {
 
 const EXPRESS_OPTIONS = { onLimited: spec<NonNullable<ExpressOwnOptions['onLimited']>>(isFunction) };
 const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'legacyHeaders'] as const;
+const FORWARDED: ForwardedCheck<Request> = {
+  untrusted: (req) => req.headers['x-forwarded-for'] !== undefined && !req.app.get('trust proxy'),
+  fix: "app.set('trust proxy', 1) (1: the number of proxies in front of the app)",
+  docs: 'https://github.com/sluice-js/sluice/blob/main/docs/migrating/express-rate-limit.md#behind-a-proxy',
+};
 
 /**
  * Options of rateLimit(): every createLimiter option or `limiter`, the common adapter options, and express-rate-limit's
@@ -49,7 +55,7 @@ export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, { own: EXPRESS_OPTIONS, peers: PEERS });
+  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, { own: EXPRESS_OPTIONS, peers: PEERS, forwarded: FORWARDED });
   const { onLimited } = limit.own;
 
   return function sluiceRateLimit(req, res, next) {

@@ -1,6 +1,7 @@
 import { type Decision, memoryStore } from '@sluice/core';
 import {
   badOption,
+  type ForwardedCheck,
   type HttpLimit,
   type HttpLimitOptions,
   httpLimit,
@@ -54,6 +55,12 @@ function isHook(v: unknown, n: string): 'onRequest' | 'preHandler' {
 /** The plugin's own options, each default once (FastifyPluginOwnOptions says the same). */
 const PLUGIN_OPTIONS = { hook: spec(isHook, 'onRequest'), global: spec(isBoolean, true) };
 const PEERS = ['max', 'timeWindow'] as const;
+const FORWARDED: ForwardedCheck<FastifyRequest> = {
+  // request.ips is there only when trustProxy is on (Fastify's documented request.ips).
+  untrusted: (request) => request.headers['x-forwarded-for'] !== undefined && request.ips === undefined,
+  fix: 'Fastify({ trustProxy: 1 }) (1: the number of proxies in front of the app)',
+  docs: 'https://github.com/sluice-js/sluice/blob/main/docs/migrating/fastify-rate-limit.md#behind-a-proxy',
+};
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -109,7 +116,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
-  const own = { own: ROUTE_OPTIONS, peers: PEERS };
+  const own = { own: ROUTE_OPTIONS, peers: PEERS, forwarded: FORWARDED };
   const appLimit: Limit | undefined = global ? httpLimit(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 

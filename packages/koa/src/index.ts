@@ -1,5 +1,6 @@
 import type { Decision } from '@sluice/core';
 import {
+  type ForwardedCheck,
   type HttpLimitOptions,
   httpLimit,
   isFunction,
@@ -26,6 +27,11 @@ export interface KoaOwnOptions {
 }
 
 const KOA_OPTIONS = { onLimited: spec<NonNullable<KoaOwnOptions['onLimited']>>(isFunction) };
+const FORWARDED: ForwardedCheck<Context> = {
+  untrusted: (ctx) => ctx.headers['x-forwarded-for'] !== undefined && !ctx.app.proxy,
+  fix: 'app.proxy = true (and app.maxIpsCount = 1, the number of proxies in front of the app)',
+  docs: 'https://github.com/sluice-js/sluice/blob/main/docs/migrating/koa-ratelimit.md#behind-a-proxy',
+};
 
 /** Options of rateLimit(): every createLimiter option or `limiter`, and the common adapter options. A policy or a limiter is required. */
 export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & PolicyGiven<Context>;
@@ -37,7 +43,7 @@ export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & Po
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
-  const limit = httpLimit<Context, undefined, typeof KOA_OPTIONS>(options, { own: KOA_OPTIONS, peers: [] });
+  const limit = httpLimit<Context, undefined, typeof KOA_OPTIONS>(options, { own: KOA_OPTIONS, peers: [], forwarded: FORWARDED });
   const { onLimited } = limit.own;
 
   return async function sluiceRateLimit(ctx, next) {

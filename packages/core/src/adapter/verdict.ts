@@ -1,12 +1,13 @@
 // The per-request half of the kit: for one request, its key, cost and skip, the decision, its headers;
 // then the answer when limited, and the tracking of an allowed request until its response ends.
 import type { Decision } from '../decision.js';
-import { rateLimitHeaders } from '../headers.js';
+import { rateLimitHeaders, retryAfterSeconds } from '../headers.js';
 import type { ConsumeOptions, Limiter } from '../limiter.js';
 import type { OptionTable, Resolved } from '../options.js';
+import { type ForwardedCheck, forwardedWarning } from './forwarded.js';
 import { type AdapterOwn, type Awaitable, type HttpLimitOptions, resolveHttpOptions } from './options.js';
 import type { PeerSpellings } from './peers.js';
-import { type LimitedResponse, limitedResponder } from './problem.js';
+import { deniedResponder, type LimitedResponse, limitedResponder } from './problem.js';
 import { clientKeyOf } from './scope.js';
 import { type RawResponse, tracker } from './settle.js';
 import { call, caught } from './user-call.js';
@@ -49,12 +50,14 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
  */
 export function httpLimit<Req, Res = undefined, Own extends OptionTable = OptionTable>(
   options: HttpLimitOptions<Req, Res> & PeerSpellings<Req>,
-  adapter: AdapterOwn<Own> = {},
+  adapter: AdapterOwn<Own> & { forwarded?: ForwardedCheck<Req> } = {},
 ): HttpLimit<Req, Res, Own> {
   const o = resolveHttpOptions(options as HttpLimitOptions<never, never>, adapter);
   const { limiter, scope, policyOf } = o;
   const { skip, cost } = o;
   const clientKey = clientKeyOf<Req>(o.key, o.ipv6Subnet);
+  // Only the default key (the client IP) is keyed on a proxy's address.
+  const forwarded = o.key === undefined ? forwardedWarning(limiter, adapter.forwarded) : undefined;
   const headers = { headers: o.headers };
 
   return {
@@ -66,9 +69,13 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
         const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip');
         if (skipped === true || (skipped !== false && (await caught(skipped, 'ERR_SLUICE_KEY', 'skip')))) return undefined;
       }
+      if (forwarded !== undefined) forwarded(req);
       const known = clientKey(req, ip);
       const key = typeof known === 'string' ? known : await known;
       const charge: ConsumeOptions = { scope: scope ?? route };
+      // The client IP, for the rules' address and CIDR patterns (a key of its own may not be one).
+      const client = ip();
+      if (client !== undefined) charge.ip = client;
       if (cost !== undefined) {
         const price = call(cost, req, 'ERR_SLUICE_COST', 'cost');
         charge.cost = typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost');
@@ -78,11 +85,23 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
         charge.policy = isPromise(chosen) ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy') : chosen;
       }
       const decision = await limiter.consume(key, charge);
-      return { decision, headers: rateLimitHeaders(decision, headers), limited: !decision.allowed, key, cost: charge.cost ?? 1 };
+      const sent = decision.source === 'rule' ? ruleHeaders(decision) : rateLimitHeaders(decision, headers);
+      return { decision, headers: sent, limited: !decision.allowed, key, cost: charge.cost ?? 1 };
     },
-    limitedResponse: limitedResponder<Req>(o.message, o.statusCode),
+    limitedResponse: byRule(limitedResponder<Req>(o.message, o.statusCode), deniedResponder<Req>(o.message, o.deniedStatusCode)),
     track: tracker<Req, Res>(limiter, o),
   };
 }
+
+/** A rule's decision counted nothing: no rate-limit headers, and Retry-After only when the deny rule lapses. */
+function ruleHeaders(decision: Decision): Record<string, string> {
+  return !decision.allowed && decision.retryAfterMs > 0 ? { 'Retry-After': String(retryAfterSeconds(decision)) } : {};
+}
+
+/** A limited decision's responder, or a denied one's for a decision a rule made. */
+const byRule =
+  <Req>(limited: (d: Decision, req: Req) => Promise<LimitedResponse>, denied: (d: Decision, req: Req) => Promise<LimitedResponse>) =>
+  (decision: Decision, req: Req): Promise<LimitedResponse> =>
+    decision.source === 'rule' ? denied(decision, req) : limited(decision, req);
 
 const isPromise = <T>(value: Awaitable<T>): value is Promise<T> => typeof (value as Promise<T> | undefined)?.then === 'function';

@@ -1,0 +1,56 @@
+// Issue 26, part 4: a request that carries X-Forwarded-For while the framework does not trust proxies is
+// keyed on the proxy's address. Each middleware reports it once (an event and a console warning naming the
+// framework's fix and a docs page), never when proxies are trusted or when `key` is the user's. Real servers.
+import type { LimiterEvent } from '@sluice/core';
+import { harnesses, type Running } from './support/http';
+
+const open: Running[] = [];
+let warn: jest.SpyInstance;
+beforeEach(() => {
+  warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+});
+afterEach(async () => {
+  warn.mockRestore();
+  await Promise.all(open.splice(0).map((r) => r.close()));
+});
+
+const FIX = { express: /app\.set\('trust proxy', 1\)/, fastify: /Fastify\(\{ trustProxy: 1 \}\)/, koa: /app\.proxy = true/ };
+
+describe.each(harnesses.map((h) => [h.name, h] as const))('%s: the X-Forwarded-For warning', (name, harness) => {
+  async function start(options: { trustProxy?: boolean; key?: boolean } = {}) {
+    const events: LimiterEvent[] = [];
+    const app: Record<string, unknown> = { policy: '100/1m', onEvent: (e: LimiterEvent) => events.push(e) };
+    if (options.key) app.key = () => 'k';
+    const running = await harness.start({ app, routes: [{ method: 'GET', path: '/r' }], trustProxy: options.trustProxy });
+    open.push(running);
+    return { running, events: () => events.filter((e) => e.type === 'forwarded-untrusted') };
+  }
+
+  it('reports once per middleware, an event and a warning naming the fix and the docs', async () => {
+    const { running, events } = await start();
+    expect((await running.request.get('/r')).status).toBe(200);
+    expect(events()).toHaveLength(0);
+    for (let i = 0; i < 3; i++) expect((await running.request.get('/r').set('X-Forwarded-For', `203.0.113.${i}`)).status).toBe(200);
+    expect(events()).toHaveLength(1);
+    const message = events()[0]?.error?.message ?? '';
+    expect(message).toMatch(FIX[name]);
+    expect(message).toMatch(/X-Forwarded-For/);
+    expect(message).toMatch(/docs\/migrating\/.+#behind-a-proxy/);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]?.[0]).toBe(message);
+  });
+
+  it('is silent when the framework trusts proxies', async () => {
+    const { running, events } = await start({ trustProxy: true });
+    expect((await running.request.get('/r').set('X-Forwarded-For', '203.0.113.9')).status).toBe(200);
+    expect(events()).toHaveLength(0);
+    expect(warn).not.toHaveBeenCalled();
+  });
+
+  it("is silent when the key is the app's own", async () => {
+    const { running, events } = await start({ key: true });
+    expect((await running.request.get('/r').set('X-Forwarded-For', '203.0.113.9')).status).toBe(200);
+    expect(events()).toHaveLength(0);
+    expect(warn).not.toHaveBeenCalled();
+  });
+});
