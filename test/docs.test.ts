@@ -1,0 +1,393 @@
+// Every code block of the documentation runs (issue 26): README.md, docs/**/*.md and packages/*/README.md.
+//
+// The convention, for whoever writes a page:
+//
+// - ```js and ```mjs: a complete ES module, run with node against the built packages (`pnpm build` first;
+//   `pnpm test` does it). It must exit 0 on its own (close what it opened: `await client.quit()`,
+//   `limiter.close()`), within 20 s. A block that calls `.listen(` is a server: it runs with `PORT` set
+//   to a free port (so write `app.listen(process.env.PORT ?? 3000)`), the test sends it `GET /` once,
+//   expects an answer below 500, and kills it.
+// - ```ts: a complete module, type-checked (not run) under `strict`, without `skipLibCheck`, all in one
+//   TypeScript program, against the built packages' types.
+// - Redis: a block reads `process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'`; the test starts a Redis of
+//   its own and sets `REDIS_URL`. A block that names `Cluster(` or `createCluster(` gets a real Cluster
+//   too, its nodes in `REDIS_CLUSTER_NODES` (`'127.0.0.1:7000,127.0.0.1:7001'`, the examples' variable).
+// - A fragment (a few lines that need names from elsewhere) follows the comment
+//   `<!-- fragment of: docs/page.md#name -->`, and the complete block it belongs to follows
+//   `<!-- name: name -->` (a name unique in its file). A fragment is checked appended to that block: with
+//   it, a TS fragment type-checks; a JS fragment parses (`node --check`).
+// - `<!-- not run: why -->` before a block skips it (say why: it needs a Sentinel, a real network...).
+// - Anything else is not a program and is not run: ```sh (commands; each `pnpm <script>` must be a script
+//   of package.json and each `node <file>` an existing file), ```text, ```http, ```json.
+//
+// The counts of blocks run, type-checked and skipped are printed at the end.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+import { freePort, type RedisCluster, type RedisServer, startCluster, startServer } from './support/redis';
+
+jest.setTimeout(240_000);
+
+const ROOT = join(__dirname, '..');
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'metrics', 'cli'];
+/** node processes at once: the CI box has 2 cores. */
+const CONCURRENCY = 3;
+
+interface Block {
+  file: string; // relative to the root
+  line: number; // of the opening fence, 1-based
+  lang: string;
+  code: string;
+  name?: string;
+  fragmentOf?: string; // 'docs/page.md#name'
+  skip?: string;
+}
+
+function docFiles(): string[] {
+  const files = ['README.md'];
+  const walk = (dir: string) => {
+    if (!existsSync(join(ROOT, dir))) return;
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.md')) files.push(path);
+    }
+  };
+  walk('docs');
+  for (const pkg of PACKAGES) if (existsSync(join(ROOT, 'packages', pkg, 'README.md'))) files.push(`packages/${pkg}/README.md`);
+  return files;
+}
+
+/** The fenced blocks of one Markdown file, with the HTML comments right above each. */
+export function extractBlocks(file: string, text: string): Block[] {
+  const lines = text.split('\n');
+  const blocks: Block[] = [];
+  let comments: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    const comment = /^\s*<!--\s*(.*?)\s*-->\s*$/.exec(line);
+    if (comment) {
+      comments.push(comment[1] as string);
+      continue;
+    }
+    const fence = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)(.*)$/.exec(line);
+    if (!fence) {
+      if (line.trim() !== '') comments = [];
+      continue;
+    }
+    const [, indent = '', marks = '```', lang = ''] = fence;
+    const start = i;
+    const body: string[] = [];
+    for (i++; i < lines.length; i++) {
+      const l = lines[i] as string;
+      if (l.trim().startsWith(marks) && l.trim().replace(/[`~]/g, '') === '') break;
+      body.push(l.startsWith(indent) ? l.slice(indent.length) : l.trimStart());
+    }
+    const block: Block = { file, line: start + 1, lang: lang.toLowerCase(), code: `${body.join('\n')}\n` };
+    for (const c of comments) {
+      const m = /^(name|fragment of|not run):\s*(.+)$/.exec(c);
+      if (m?.[1] === 'name') block.name = m[2];
+      if (m?.[1] === 'fragment of') block.fragmentOf = m[2];
+      if (m?.[1] === 'not run') block.skip = m[2];
+    }
+    blocks.push(block);
+    comments = [];
+  }
+  return blocks;
+}
+
+const where = (b: Block) => `${b.file}:${b.line}`;
+const isJs = (b: Block) => b.lang === 'js' || b.lang === 'mjs' || b.lang === 'javascript';
+const isTs = (b: Block) => b.lang === 'ts' || b.lang === 'typescript';
+const needsCluster = (b: Block) => /\b(Cluster|createCluster)\(/.test(b.code);
+
+/** A run dir whose node_modules resolve @sluice/* to the built packages and the metrics peers; the rest from the root. */
+function runDir(): string {
+  const base = join(ROOT, '.docs-test');
+  mkdirSync(base, { recursive: true });
+  const dir = mkdtempSync(join(base, 'run-'));
+  mkdirSync(join(dir, 'node_modules', '@sluice'), { recursive: true });
+  for (const pkg of PACKAGES) symlinkSync(join(ROOT, 'packages', pkg), join(dir, 'node_modules', '@sluice', pkg), 'dir');
+  const peers = join(ROOT, 'packages', 'metrics', 'node_modules');
+  for (const peer of readdirSync(peers)) if (peer !== '@sluice') symlinkSync(join(peers, peer), join(dir, 'node_modules', peer), 'dir');
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
+  return dir;
+}
+
+interface Outcome {
+  block: Block;
+  error?: string;
+}
+
+function runNode(file: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [file], { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+      resolve({ code, out: `${stdout}${stderr}`.slice(-2000) });
+    });
+  });
+}
+
+/** Starts a server block, waits for it to answer `GET /` (below 500), kills it. */
+async function runServer(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string | undefined> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [file], {
+    cwd,
+    env: { ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (out += d));
+  let exited: number | null | undefined;
+  child.on('exit', (code) => (exited = code));
+  try {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (exited !== undefined) return `exited (${exited}) before answering on PORT ${port}:\n${out.slice(-2000)}`;
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
+        await res.arrayBuffer();
+        return res.status < 500 ? undefined : `GET / answered ${res.status}:\n${out.slice(-2000)}`;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    return `no answer on PORT ${port} within 20 s:\n${out.slice(-2000)}`;
+  } finally {
+    if (exited === undefined) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
+    }
+  }
+}
+
+async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await work(items[next++] as T);
+    }),
+  );
+}
+
+/** The `pnpm <script>` and `node <file>` a sh block names must exist. */
+function checkShell(block: Block, scripts: Record<string, string>): string[] {
+  const problems: string[] = [];
+  const builtins = new Set(['install', 'i', 'add', 'exec', 'dlx', 'run', 'test', 'pack', 'publish', 'build', '-r', '--filter']);
+  for (const raw of block.code.split('\n')) {
+    const line = raw.replace(/#.*$/, '');
+    for (const m of line.matchAll(/(?:^|[;&|(]\s*|\s)pnpm\s+(?:-s\s+)?([\w:.-]+)/g)) {
+      const script = m[1] as string;
+      if (!(script in scripts) && !builtins.has(script)) problems.push(`pnpm ${script}: no such script in package.json`);
+      if ((script === 'test' || script === 'build') && !(script in scripts)) problems.push(`pnpm ${script}: no such script`);
+    }
+    for (const m of line.matchAll(/(?:^|\s)node\s+((?:\.{0,2}\/)?[\w./-]+\.(?:mjs|cjs|js))/g)) {
+      const path = m[1] as string;
+      if (!existsSync(join(ROOT, path))) problems.push(`node ${path}: no such file`);
+    }
+  }
+  return problems;
+}
+
+/** Pages that other issues are writing now: a link to them may be dead for a while, and no other. */
+const PENDING = new Set(['docs/operators.md', 'docs/waiting.md', 'docs/shedding.md']);
+const REPO = /^https:\/\/github\.com\/sluice-js\/sluice(?:\/(?:blob|tree)\/main\/([^#]*))?\/?(#.*)?$/;
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+function anchors(path: string): Set<string> {
+  const text = readFileSync(path, 'utf8').replace(/^(\s*)(`{3,}|~{3,})[\s\S]*?^\1\2\s*$/gm, '');
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const m of text.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = slug(m[1] as string);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** Why a link from `file` is dead, or undefined. Links to other sites are not followed. */
+function checkLink(file: string, link: string): string | undefined {
+  let target: string;
+  let hash: string | undefined;
+  const repo = REPO.exec(link);
+  if (repo) {
+    target = repo[1] ?? 'README.md';
+    hash = repo[2]?.slice(1);
+  } else if (/^[a-z][\w+.-]*:/i.test(link)) {
+    return undefined;
+  } else {
+    const [path = '', h] = link.split('#');
+    target = path === '' ? file : join(file, '..', path);
+    hash = h;
+  }
+  target = relative(ROOT, join(ROOT, target)).replace(/\/$/, '');
+  if (!existsSync(join(ROOT, target))) return PENDING.has(target) ? undefined : `no file ${target}`;
+  if (hash === undefined || hash === '' || !target.endsWith('.md')) return undefined;
+  if (existsSync(join(ROOT, target, 'README.md'))) target = join(target, 'README.md');
+  return anchors(join(ROOT, target)).has(decodeURIComponent(hash)) ? undefined : `no heading #${hash} in ${target}`;
+}
+
+describe('the documentation', () => {
+  const blocks = docFiles().flatMap((file) => extractBlocks(file, readFileSync(join(ROOT, file), 'utf8')));
+  const byName = new Map<string, Block>();
+  for (const b of blocks) if (b.name !== undefined) byName.set(`${b.file}#${b.name}`, b);
+  const counts = { run: 0, typeChecked: 0, parsed: 0, shellChecked: 0, skipped: 0 };
+  let dir: string;
+  let redis: RedisServer | undefined;
+  let cluster: RedisCluster | undefined;
+
+  beforeAll(async () => {
+    for (const pkg of PACKAGES) {
+      if (!existsSync(join(ROOT, 'packages', pkg, 'dist'))) throw new Error(`packages/${pkg}/dist is missing: run pnpm build first`);
+    }
+    dir = runDir();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    await cluster?.stop();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    const total = blocks.length;
+    process.stdout.write(
+      `docs blocks: ${total} in ${new Set(blocks.map((b) => b.file)).size} files; ${counts.run} run with node, ` +
+        `${counts.typeChecked} type-checked, ${counts.parsed} JS fragments parsed, ${counts.shellChecked} sh checked, ` +
+        `${counts.skipped} skipped (text, output, not run)\n`,
+    );
+  });
+
+  it('finds blocks, and every fragment names a complete block that exists', () => {
+    expect(blocks.length).toBeGreaterThan(0);
+    const dangling = blocks
+      .filter((b) => b.fragmentOf !== undefined && !byName.has(b.fragmentOf))
+      .map((b) => `${where(b)}: ${b.fragmentOf}`);
+    expect(dangling).toEqual([]);
+    const unnamedLang = blocks.filter((b) => b.lang === '').map(where);
+    expect(unnamedLang).toEqual([]); // every fence says what it holds
+  });
+
+  it('links to files and headings that exist (the pages other issues write may be pending)', () => {
+    const problems: string[] = [];
+    for (const file of docFiles()) {
+      const text = readFileSync(join(ROOT, file), 'utf8').replace(/^(\s*)(`{3,}|~{3,})[\s\S]*?^\1\2\s*$/gm, '');
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const problem = checkLink(file, m[1] as string);
+        if (problem !== undefined) problems.push(`${file}: ${m[1]}: ${problem}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('sh blocks name scripts and files that exist', () => {
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const problems = blocks
+      .filter((b) => (b.lang === 'sh' || b.lang === 'bash' || b.lang === 'shell') && b.skip === undefined)
+      .flatMap((b) => {
+        counts.shellChecked++;
+        return checkShell(b, scripts).map((p) => `${where(b)}: ${p}`);
+      });
+    expect(problems).toEqual([]);
+  });
+
+  it('TS blocks type-check under strict without skipLibCheck, in one program', () => {
+    const tsDir = join(dir, 'ts');
+    mkdirSync(tsDir);
+    const files = new Map<string, Block>();
+    blocks.forEach((b, i) => {
+      if (b.skip !== undefined) return;
+      const base = b.fragmentOf !== undefined ? byName.get(b.fragmentOf) : undefined;
+      if (!(isTs(b) || (base !== undefined && isTs(base)))) return;
+      const code = base !== undefined ? `${base.code}\n// the fragment:\n${b.code}` : b.code;
+      const path = join(tsDir, `block-${i}.ts`);
+      writeFileSync(path, `${code}\nexport {};\n`);
+      files.set(path, b);
+    });
+    const program = ts.createProgram([...files.keys()], {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      lib: ['lib.es2023.d.ts'],
+      types: ['node'],
+      typeRoots: [join(ROOT, 'node_modules', '@types')],
+      esModuleInterop: true,
+    });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => {
+      const text = ts.flattenDiagnosticMessageText(d.messageText, '\n');
+      const block = d.file ? files.get(d.file.fileName) : undefined;
+      if (d.file === undefined || d.start === undefined) return `TS${d.code}: ${text}`;
+      const { line } = d.file.getLineAndCharacterOfPosition(d.start);
+      const at = block
+        ? `${where(block)} (line ${line + 1} of ${block.fragmentOf ? 'the block + fragment' : 'the block'})`
+        : relative(ROOT, d.file.fileName);
+      return `${at}: TS${d.code}: ${text}`;
+    });
+    counts.typeChecked = files.size;
+    expect(problems).toEqual([]);
+  });
+
+  it('JS blocks run with node against the built packages (servers answer GET /)', async () => {
+    const js = blocks.filter((b) => b.skip === undefined && b.fragmentOf === undefined && isJs(b));
+    if (js.length > 0) redis = await startServer();
+    if (js.some(needsCluster)) cluster = await startCluster();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      REDIS_URL: redis?.url,
+      REDIS_CLUSTER_NODES: cluster
+        ?.startupNodes()
+        .map((n) => `${n.host}:${n.port}`)
+        .join(','),
+      NODE_ENV: 'test',
+    };
+    const failures: string[] = [];
+    await pool(js, CONCURRENCY, async (b) => {
+      const file = join(dir, `${b.file.replace(/[^\w]/g, '_')}_${b.line}.mjs`);
+      writeFileSync(file, b.code);
+      counts.run++;
+      if (/\.listen\(/.test(b.code)) {
+        const error = await runServer(file, env, dir);
+        if (error !== undefined) failures.push(`${where(b)}: ${error}`);
+      } else {
+        const { code, out } = await runNode(file, env, dir, 20_000);
+        if (code !== 0)
+          failures.push(`${where(b)}: exit ${code === null ? 'by timeout (20 s): close what the block opens' : code}\n${out}`);
+      }
+    });
+    expect(failures).toEqual([]);
+  });
+
+  it('JS fragments parse appended to their complete block', async () => {
+    const fragments = blocks.filter((b) => b.skip === undefined && b.fragmentOf !== undefined && isJs(b));
+    const failures: string[] = [];
+    await pool(fragments, CONCURRENCY, async (b) => {
+      const base = byName.get(b.fragmentOf as string);
+      if (base === undefined || isTs(base)) return; // reported above; type-checked with its TS block
+      const file = join(dir, `fragment_${b.file.replace(/[^\w]/g, '_')}_${b.line}.mjs`);
+      writeFileSync(file, `${base.code}\n${b.code}`);
+      counts.parsed++;
+      const out = await new Promise<string | undefined>((resolve) =>
+        execFile(process.execPath, ['--check', file], (error, _o, stderr) => resolve(error ? stderr : undefined)),
+      );
+      if (out !== undefined) failures.push(`${where(b)}: ${out}`);
+    });
+    expect(failures).toEqual([]);
+  });
+
+  it('counts what it skipped', () => {
+    counts.skipped = blocks.filter((b) => b.skip !== undefined || !(isJs(b) || isTs(b) || ['sh', 'bash', 'shell'].includes(b.lang))).length;
+    expect(counts.run + counts.typeChecked + counts.parsed + counts.shellChecked + counts.skipped).toBe(blocks.length);
+  });
+});
