@@ -12,8 +12,10 @@ import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('../../../lua/', import.meta.url));
 const read = (f) => readFileSync(dir + f, 'utf8').replace(/\n$/, '');
+// Scripts of their own, not branches of decide: rules.lua is the rules' script (RULES_SCRIPT, redis-rules.ts).
+const NOT_ALGORITHMS = ['prelude.lua', 'decide.lua', 'rules.lua'];
 const algorithms = readdirSync(dir)
-  .filter((f) => f.endsWith('.lua') && f !== 'prelude.lua' && f !== 'decide.lua')
+  .filter((f) => f.endsWith('.lua') && !NOT_ALGORITHMS.includes(f))
   .sort()
   .map((file) => {
     const source = read(file);
@@ -58,6 +60,8 @@ writeFileSync(
     `/** The code each algorithm's script declares, by algorithm: the Lua dispatch on it. */\n` +
     `export const ALGORITHM_CODES = ${JSON.stringify(codes)} as const;\n` +
     `export const DECIDE_SCRIPT = ${JSON.stringify(`${lines.join('\n')}\n`)};\n` +
+    `/** lua/rules.lua as it is: the rules' reads and writes (redis-rules.ts). */\n` +
+    `export const RULES_SCRIPT = ${JSON.stringify(`${read('rules.lua')}\n`)};\n` +
     `/** Per lua/ file: the script's line its text starts on, the file, the file's line there, and its lines. */\n` +
     `export const LUA_LINES: readonly (readonly [number, string, number, number])[] = ${JSON.stringify(map)};\n`,
 );

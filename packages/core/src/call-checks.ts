@@ -7,8 +7,8 @@ import { LIMIT_MAX, LIMIT_MAX_TEXT, type Policy } from './policy.js';
 import type { PolicySet } from './policy-set.js';
 
 /** The names each call's options may have. */
-export const CONSUME_OPTIONS = ['cost', 'policy', 'id', 'scope'];
-export const CALL_OPTIONS = ['policy', 'scope'];
+export const CONSUME_OPTIONS = ['cost', 'policy', 'id', 'scope', 'ip'];
+export const CALL_OPTIONS = ['policy', 'scope', 'ip'];
 
 /**
  * A call's options, undefined or an object: a name the call does not take is refused ("did you mean"), and only own

@@ -1,8 +1,9 @@
 import type { Policy } from './policy.js';
+import type { Rule } from './rule-match.js';
 import type { StoreReply } from './store.js';
 
 /** Where a decision came from. */
-export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open';
+export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open' | 'rule';
 
 /** One policy's part in a decision. */
 export interface PolicyDecision {
@@ -40,10 +41,15 @@ export interface Decision {
   policy: string;
   /** Each policy's part, in the order the policies were given. */
   policies: PolicyDecision[];
-  /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, or the fail mode 'open'. */
+  /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, the fail mode 'open', or a rule. */
   source: DecisionSource;
   /** A wait's decision only: ms it waited for its turn (limiter.wait). */
   waitedMs?: number;
+  /**
+   * source 'rule': the deny or allow rule that decided (createRules). A deny's retryAfterMs is the time until
+   * the rule lapses (0 when it does not); neither counted anything, so limit, remaining and policies are empty.
+   */
+  rule?: Rule;
   /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
   shadowed?: boolean;
   /**

@@ -2,7 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { SluiceError } from './errors.js';
 
 /** The 8 groups of an address that node:net's isIPv6 accepts ('::' expanded, an IPv4 tail as two groups). */
-function groups(ip: string): number[] {
+export function groups(ip: string): number[] {
   const g: number[] = [];
   let gap = ip.startsWith('::') ? 0 : -1;
   for (let i = gap === 0 ? 2 : 0; i < ip.length; ) {

@@ -93,3 +93,18 @@ function slotTags(): string[] {
   }
   return tags;
 }
+
+/**
+ * A prefix's rules (rules.ts): the version counter (`prefix:{#rules}:v`) and the hash of the rules
+ * (`prefix:{#rules}:set`). One hash tag, so one Cluster slot: a write and its version bump are one
+ * script call. '#rules' is no caller key's tag (a digest tag is '#' and 27 characters), so no counter
+ * shares these keys.
+ */
+export function rulesKeys(prefix: string): [version: string, rules: string] {
+  return [`${prefix}:{#rules}:v`, `${prefix}:{#rules}:set`];
+}
+
+/** The count of a counter's recent denials (a ban's `after`), in the key's hash tag: `prefix:{tag}:ban`. */
+export function banKey(prefix: string, tag: string): string {
+  return `${prefix}:{${tag}}:ban`;
+}

@@ -1,5 +1,7 @@
 // createLimiter wires the stages a consume goes through, in order; each is a file of its own:
 //   call-checks.ts   the call's options, key and scope, cost and id
+//   rule-check.ts    the rules operators change at run time: a deny or an allow answers here, an override
+//                    names the policy set; and bans (ban.ts) count the denials made below
 //   policy-set.ts    the call's policy set: the limiter's, or a plan
 //   tiers.ts         prefilter.ts (a local first tier) and shards.ts (a hot key's sub-key, one more try)
 //   deny-cache.ts    a denial the store gave lately, answered here (for a second at most)
@@ -28,6 +30,7 @@ import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
 import { createReset } from './reset.js';
+import { createRuleStage } from './rule-check.js';
 import { createFinish } from './shadow.js';
 import { createSlots, type Slots } from './slots.js';
 import type { StoreReply, StoreRequest } from './store.js';
@@ -174,6 +177,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return own;
   }
 
+  const rules = createRuleStage(o, (inputs) => calls.get(inputs), emit);
   const resetKey = createReset(prefix, store, local, o.prefilter);
   const adjust = createAdjust({ options: o, storeCall, reportError, failMode, setOf, forgetDenials });
   const wait = createWait({
@@ -191,16 +195,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
   });
 
-
   const limiter: Limiter = {
     consume(key, options) {
       let cost: number;
       let set: PolicySet;
       let id: string | undefined;
+      let caller: string;
+      let scope: string | undefined;
       try {
         const call = options === undefined ? undefined : callOptions(options, CONSUME_OPTIONS, 'consume');
-        key = counterKey(key, call?.scope);
-        set = setOf(call?.policy);
+        caller = key;
+        scope = call?.scope;
+        key = counterKey(key, scope);
+        const ruled = rules?.check(caller, scope, call?.ip);
+        if (ruled?.decision !== undefined && rules) return rules.answer(key, ruled.decision);
+        set = ruled?.set ?? setOf(call?.policy);
         cost = checkCost(call?.cost, set.policies, set.capacity);
         id = call?.id;
         if (id !== undefined) checkId(id, set.hasSlots);
@@ -213,14 +222,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
         id === undefined && !set.hasSlots
           ? { set, key, tag: keyTag(key), cost, peek: false, final: direct }
           : { set, key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: set.hasSlots ? slotsOf(set).next() : undefined };
-      const decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
+      let decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
+      if (rules !== undefined) decision = rules.watch(caller, scope, attempt.tag, decision);
       return started < 0 ? decision : observed(key, started, decision);
     },
 
     async peek(key, options) {
       const call = callOptions(options, CALL_OPTIONS, 'peek');
+      const caller = key;
       key = counterKey(key, call?.scope);
-      const set = setOf(call?.policy);
+      const ruled = rules?.check(caller, call?.scope, call?.ip);
+      if (ruled?.decision !== undefined && rules) return rules.answer(key, ruled.decision);
+      const set = ruled?.set ?? setOf(call?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
       const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
       return started < 0 ? decision : observed(key, started, decision);
@@ -247,6 +260,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
 
     async close() {
+      await rules?.close();
       storeCall.close();
       denyCache?.clear();
       await local?.close();

@@ -1,6 +1,7 @@
 import { ALGORITHMS, type StepResult } from './algorithms/index.js';
 import { badOption } from './errors.js';
 import { MemoryKeys } from './memory-keys.js';
+import { memoryRules } from './memory-rules.js';
 import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from './options.js';
 import { idOf, opOf, waitArg } from './protocol.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
@@ -35,6 +36,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return keys.size;
     },
     decide: (request) => Promise.resolve(decideNow(keys, clock(), request)),
+    rules: memoryRules(clock),
     async reset(toReset) {
       for (const key of toReset) keys.delete(key);
     },
@@ -104,11 +106,19 @@ function reserve(store: MemoryKeys, now: number, request: StoreRequest, steps: r
   const reserved = most <= waitArg(request.maxWaitMs as number);
   for (let i = 0; i < n; i++) {
     const { remaining, resetMs, retryAfterMs, windowMs } = steps[i]!;
-    const state: PolicyState = reserved ? { remaining: Math.max(0, Math.floor(remaining - cost)), resetMs, retryAfterMs: 0 } : { remaining, resetMs, retryAfterMs };
+    const state: PolicyState = reserved
+      ? { remaining: Math.max(0, Math.floor(remaining - cost)), resetMs, retryAfterMs: 0 }
+      : { remaining, resetMs, retryAfterMs };
     if (windowMs !== undefined) state.windowMs = windowMs;
     states[i] = state;
     if (!reserved) continue;
-    const next = ALGORITHMS[policies[i]!.algorithm].reserve!(store.read(keys[i]!, now) as never, now, policies[i]!, cost, now + most / 1000);
+    const next = ALGORITHMS[policies[i]!.algorithm].reserve!(
+      store.read(keys[i]!, now) as never,
+      now,
+      policies[i]!,
+      cost,
+      now + most / 1000,
+    );
     if (next === null) store.write(keys[i]!, undefined, now, now);
     else if (next !== undefined) store.write(keys[i]!, next.state, now + next.ttlMs, now);
   }

@@ -4,6 +4,7 @@ import { badOption, SluiceError } from './errors.js';
 import { checkNames } from './options.js';
 import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, type ScriptClient, scriptClient } from './redis-clients.js';
 import { Dispatcher } from './redis-dispatch.js';
+import { redisRules } from './redis-rules.js';
 import type { Store, StoreReply } from './store.js';
 
 export type { IoredisClient, NodeRedisClient, RedisClient } from './redis-clients.js';
@@ -56,6 +57,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       ),
     decideWith,
     connecting: () => client.connecting(),
+    rules: redisRules(client),
     reset: (keys) => resetKeys(client, keys),
     async close() {
       client.detach();

@@ -74,8 +74,42 @@ export interface Store {
    * a call still waiting for the connection then is dropped, never sent.
    */
   connecting?(): boolean;
+  /**
+   * Optional: where the rules operators change at run time live (createRules). A store without it
+   * takes no rules. The decision path never calls it: each process holds a copy of the rules.
+   */
+  readonly rules?: RuleStore;
   /** Deletes the counters under `keys`. */
   reset(keys: readonly string[]): Promise<void>;
   /** Releases what the store holds. It never closes a client it was given. */
   close(): Promise<void>;
+}
+
+/** A prefix's rules as a store keeps them: raw entries, each a rule's identity and its stored value. */
+export interface RuleSnapshot {
+  /** Bumped by every write: a copy whose version is this one is up to date. */
+  version: number;
+  /** The store's clock when read (epoch ms): every expiresAt is on it. */
+  now: number;
+  /** [identity, value] pairs of the rules in force (rules.ts writes and reads both). */
+  entries: [string, string][];
+}
+
+/**
+ * The rules part of a store (rules.ts). Each call is one atomic step on the store; `prefix` names the
+ * rule set (keys.ts rulesKeys). Times are the store's clock (Redis' TIME; Date.now in memory).
+ */
+export interface RuleStore {
+  /** The version of the rules and the store's clock: the one small read a process makes every `refresh`. */
+  version(prefix: string): Promise<{ version: number; now: number }>;
+  /** Every rule in force, with the version they are at. */
+  load(prefix: string): Promise<RuleSnapshot>;
+  /**
+   * Writes (value) or deletes (null) the rule `id`, bumping the version; a rule with `ttlMs` > 0
+   * expires then, reckoned on the store's clock. Resolves whether a rule in force was there before,
+   * and the expiry it got (0 for none).
+   */
+  write(prefix: string, id: string, value: string | null, ttlMs: number): Promise<{ existed: boolean; expiresAt: number }>;
+  /** Adds `n` denials to `key`'s count, a window of `withinMs` from its first; resolves the count after it. */
+  countDenials(key: string, n: number, withinMs: number): Promise<number>;
 }

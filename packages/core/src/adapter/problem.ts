@@ -23,6 +23,33 @@ function problem(decision: Decision, status: number): Record<string, unknown> {
   };
 }
 
+/** The default body of a request a deny rule or a ban refused (a decision of source 'rule'). */
+function denied(decision: Decision, status: number): Record<string, unknown> {
+  const lapses = decision.retryAfterMs > 0 ? `; retry in ${retryAfterSeconds(decision)} s` : '';
+  return {
+    type: 'about:blank',
+    title: 'Forbidden',
+    status,
+    detail: `${decision.rule?.ban ? 'This client is banned for repeated excess' : 'This client is denied by a rule'}${lapses}.`,
+  };
+}
+
+/**
+ * The responder for decisions a deny rule or a ban made (source 'rule'): problem+json with `status`
+ * (deniedStatusCode), or what a `message` function returns for the decision (a constant message is
+ * a limited response's, not a denial's).
+ */
+export function deniedResponder<Req>(
+  message: LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>) | undefined,
+  status: number,
+): (decision: Decision, req: Req) => Promise<LimitedResponse> {
+  const own = typeof message === 'function' ? limitedResponder<Req>(message, status) : undefined;
+  return async (decision, req) =>
+    own !== undefined
+      ? own(decision, req)
+      : { status, contentType: 'application/problem+json; charset=utf-8', body: JSON.stringify(denied(decision, status)) };
+}
+
 /**
  * The responder for limited decisions: `message` (a string as text/plain, an object as JSON, or a
  * function of the decision that returns either) with `status`; problem+json when there is no message.

@@ -1,0 +1,51 @@
+// The rules part of the Redis store (store.ts RuleStore): lua/rules.lua, run by SHA (EVAL on NOSCRIPT)
+// through the one way the store runs scripts on every client it takes (redis-clients.ts ScriptClient:
+// ioredis, node-redis, Cluster, Sentinel). Both keys of a prefix's rules share a hash tag (keys.ts
+// rulesKeys), so on a Cluster each call goes to one slot. None of this is on a decision's path: a process
+// reads the version every `refresh`, loads the rules when it moved, and writes when an operator (or a ban)
+// changes one.
+import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
+import { attempt } from './decide-script.js';
+import { rulesKeys } from './keys.js';
+import { RULES_SCRIPT } from './lua.generated.js';
+import type { ScriptClient } from './redis-clients.js';
+import type { RuleStore } from './store.js';
+
+const SHA = createHash('sha1').update(RULES_SCRIPT).digest('hex');
+
+/** A reply element as text: ioredis' Buffer variants answer Buffers, node-redis strings, integers as numbers. */
+const text = (x: unknown): string => (typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x));
+
+/** The Redis store's rules: one script call per read or write. */
+export function redisRules(client: ScriptClient): RuleStore {
+  const run = (keys: string[], args: string[]): Promise<unknown> => {
+    // A connection that is down fails the call now rather than in the client's offline queue: a refresh
+    // retries on its next tick, and a write must tell its operator it did not land.
+    const down = client.down(client.cluster ? calculateSlot(keys[0] as string) : undefined);
+    if (down !== undefined) return Promise.reject(new Error(down));
+    return attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      return client.eval(RULES_SCRIPT, keys, args);
+    });
+  };
+  return {
+    async version(prefix) {
+      const [version, now] = (await run(rulesKeys(prefix), ['v'])) as unknown[];
+      return { version: Number(version), now: Number(now) };
+    },
+    async load(prefix) {
+      const reply = (await run(rulesKeys(prefix), ['l'])) as unknown[];
+      const entries: [string, string][] = [];
+      for (let i = 2; i < reply.length; i += 2) entries.push([text(reply[i]), text(reply[i + 1])]);
+      return { version: Number(reply[0]), now: Number(reply[1]), entries };
+    },
+    async write(prefix, id, value, ttlMs) {
+      const [existed, , expiresAt] = (await run(rulesKeys(prefix), ['w', id, value ?? '', String(Math.ceil(ttlMs))])) as unknown[];
+      return { existed: Number(existed) === 1, expiresAt: Number(expiresAt) };
+    },
+    async countDenials(key, n, withinMs) {
+      return Number(await run([key], ['c', String(n), String(Math.ceil(withinMs))]));
+    },
+  };
+}

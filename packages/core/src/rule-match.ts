@@ -1,0 +1,270 @@
+// The rules a process holds, as it matches them on every decision (rules.ts loads them; rule-check.ts
+// asks). Built whole from a snapshot of the store's rules, and replaced whole when they change: nothing
+// here is written while decisions read it.
+//
+// Matching, per scope (the rules of the call's scope, then the unscoped ones):
+//   - exact keys: one Map per scope, O(1);
+//   - addresses and CIDR ranges: a binary trie per family (32 bits for IPv4, 128 for IPv6; an
+//     IPv4-mapped IPv6 address or range is IPv4), in typed arrays, O(address bits) and in practice the
+//     depth at which a random address leaves the trie (about log2 of the ranges). A trie, not
+//     node:net's BlockList: BlockList answers only whether an address is in the list, not which rule
+//     holds it (an override's policy, a rule's expiry and reason), and it checks its ranges one by one
+//     (bench/rules.mjs measures both on 100,000 rules: see bench/RESULTS.md, issue 27).
+// A request is matched on its key (exactly, and as an address when it is one, or a range as ipKey
+// writes an IPv6 client: '2001:db8:1:200::/56') and on its client IP when an adapter gives one.
+// Precedence: a deny anywhere, then an allow anywhere, then the most specific override (the call's
+// scope before none; an exact key before an address; a longer range before a shorter one).
+// A rule whose expiresAt (the store's clock) has passed is not matched, though it is still held until
+// the next load drops it.
+import { isIPv6 } from 'node:net';
+import { groups } from './ip-key.js';
+
+/** What a rule does: replace the policy, refuse, or let through unlimited. */
+export type RuleKind = 'override' | 'deny' | 'allow';
+
+/** A rule, as `Rules.list()` yields it and as a decision by a rule carries it. */
+export interface Rule {
+  kind: RuleKind;
+  /** An exact key, or an IPv4 / IPv6 address or CIDR range ('203.0.113.0/24', '2001:db8::/32'). */
+  pattern: string;
+  /** Only this counter (a route, or an adapter's `scope`); absent for every counter. */
+  scope?: string;
+  /** An override's policies: each a string policy as given ('1000/1m'), or an object policy's JSON. */
+  policy?: string[];
+  /** When the rule lapses, epoch ms on the store's clock; absent when it does not. */
+  expiresAt?: number;
+  /** Why it was set, for the operator who reads it later. */
+  reason?: string;
+  /** Set by a limiter's `ban`: a deny rule written after repeated denials. */
+  ban?: true;
+}
+
+/** An address: IPv4 as one 32-bit word, IPv6 as four. */
+export interface Address {
+  v6: boolean;
+  words: number[];
+  /** Bits of the address that count: 32 or 128, or a range's prefix length. */
+  bits: number;
+}
+
+const V4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+
+/** An IPv4 dotted quad as a 32-bit unsigned number, or -1. Cheap: it runs on every decision's key. */
+function v4Number(s: string): number {
+  const m = V4.exec(s);
+  if (m === null) return -1;
+  let n = 0;
+  for (let i = 1; i <= 4; i++) {
+    const part = Number(m[i]);
+    if (part > 255 || ((m[i] as string).length > 1 && (m[i] as string)[0] === '0')) return -1;
+    n = n * 256 + part;
+  }
+  return n;
+}
+
+/**
+ * An address, or a range 'address/bits', or undefined when `s` is neither. An IPv4-mapped IPv6 address
+ * (::ffff:a.b.c.d, and a range of 96 bits or more in ::ffff:0:0/96) is its IPv4 one. A zone index is
+ * dropped. Host bits of a range are cleared.
+ */
+export function parseAddress(s: string): Address | undefined {
+  const c = s.charCodeAt(0);
+  // Neither a digit nor a hex letter or ':' first: not an address (most keys: 'user:42', 'acct_7').
+  if (!((c >= 48 && c <= 58) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return undefined;
+  const slash = s.indexOf('/');
+  const body = slash < 0 ? s : s.slice(0, slash);
+  let bits = -1;
+  if (slash >= 0) {
+    const tail = s.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(tail)) return undefined;
+    bits = Number(tail);
+  }
+  const n = v4Number(body);
+  let a: Address;
+  if (n >= 0) {
+    if (bits > 32) return undefined;
+    a = { v6: false, words: [n], bits: bits < 0 ? 32 : bits };
+  } else {
+    const zone = body.indexOf('%');
+    const bare = zone < 0 ? body : body.slice(0, zone);
+    if (!isIPv6(bare) || bits > 128) return undefined;
+    const g = groups(bare);
+    const words = [0, 1, 2, 3].map((i) => (((g[2 * i] as number) << 16) | (g[2 * i + 1] as number)) >>> 0);
+    const whole = bits < 0 ? 128 : bits;
+    if (words[0] === 0 && words[1] === 0 && words[2] === 0xffff && whole >= 96) {
+      a = { v6: false, words: [words[3] as number], bits: whole - 96 };
+    } else a = { v6: true, words, bits: whole };
+  }
+  // Clear the host bits: 203.0.113.7/24 is 203.0.113.0/24.
+  a.words = a.words.map((w, i) => {
+    const left = a.bits - 32 * i;
+    if (left >= 32) return w;
+    if (left <= 0) return 0;
+    return (w & (0xffffffff << (32 - left))) >>> 0;
+  });
+  return a;
+}
+
+/** One pattern's rules, a kind each at most (per scope). */
+interface Slot {
+  deny?: Rule;
+  allow?: Rule;
+  override?: Rule;
+}
+
+/** A binary trie of ranges over `width` bits, in typed arrays that grow by doubling. */
+class Trie {
+  private zero = new Int32Array(1024);
+  private one = new Int32Array(1024);
+  /** Per node, 1 + the index of its slot in `slots`, or 0. */
+  private at = new Int32Array(1024);
+  private nodes = 1;
+  readonly slots: Slot[] = [];
+
+  /** The slot of a range, made on first use. */
+  slot(words: readonly number[], bits: number): Slot {
+    let node = 0;
+    for (let b = 0; b < bits; b++) {
+      const bit = ((words[b >>> 5] as number) >>> (31 - (b & 31))) & 1;
+      const next = bit === 1 ? this.one : this.zero;
+      let child = next[node] as number;
+      if (child === 0) {
+        child = this.grow();
+        (bit === 1 ? this.one : this.zero)[node] = child;
+      }
+      node = child;
+    }
+    let i = this.at[node] as number;
+    if (i === 0) {
+      this.slots.push({});
+      i = this.slots.length;
+      this.at[node] = i;
+    }
+    return this.slots[i - 1] as Slot;
+  }
+
+  private grow(): number {
+    if (this.nodes === this.zero.length) {
+      const size = this.nodes * 2;
+      const copy = (a: Int32Array) => {
+        const b = new Int32Array(size);
+        b.set(a);
+        return b;
+      };
+      this.zero = copy(this.zero);
+      this.one = copy(this.one);
+      this.at = copy(this.at);
+    }
+    return this.nodes++;
+  }
+
+  /** Gives `seen` each slot on the path of `words`, up to `bits` deep, shortest range first. */
+  walk(words: readonly number[], bits: number, seen: (slot: Slot, depth: number) => void): void {
+    const { zero, one, at, slots } = this;
+    let node = 0;
+    for (let b = 0; ; b++) {
+      const i = at[node] as number;
+      if (i !== 0) seen(slots[i - 1] as Slot, b);
+      if (b === bits) return;
+      const bit = ((words[b >>> 5] as number) >>> (31 - (b & 31))) & 1;
+      node = (bit === 1 ? one[node] : zero[node]) as number;
+      if (node === 0) return;
+    }
+  }
+}
+
+/** The rules of one scope. */
+class ScopeRules {
+  readonly exact = new Map<string, Slot>();
+  v4: Trie | undefined;
+  v6: Trie | undefined;
+}
+
+/** A rule is in force at `now` (store clock) when it has no expiry or has not reached it. */
+const live = (rule: Rule | undefined, now: number): rule is Rule =>
+  rule !== undefined && (rule.expiresAt === undefined || rule.expiresAt > now);
+
+/** The rules a process holds, matched per request. Immutable once built. */
+export class RuleSet {
+  private readonly scopes = new Map<string, ScopeRules>();
+  private readonly unscoped: ScopeRules | undefined;
+  private addresses = false;
+  readonly size: number;
+  /** The earliest expiresAt among the rules, for a refresh that wants to drop it (Infinity: none). */
+  readonly nextExpiry: number;
+
+  constructor(readonly rules: readonly Rule[]) {
+    let next = Number.POSITIVE_INFINITY;
+    for (const rule of rules) {
+      let scope = this.scopes.get(rule.scope ?? '');
+      if (scope === undefined) {
+        scope = new ScopeRules();
+        this.scopes.set(rule.scope ?? '', scope);
+      }
+      const a = parseAddress(rule.pattern);
+      let slot: Slot;
+      if (a === undefined) {
+        slot = scope.exact.get(rule.pattern) ?? {};
+        scope.exact.set(rule.pattern, slot);
+      } else {
+        this.addresses = true;
+        if (a.v6) scope.v6 ??= new Trie();
+        else scope.v4 ??= new Trie();
+        const trie = (a.v6 ? scope.v6 : scope.v4) as Trie;
+        slot = trie.slot(a.words, a.bits);
+      }
+      slot[rule.kind] = rule;
+      if (rule.expiresAt !== undefined && rule.expiresAt < next) next = rule.expiresAt;
+    }
+    this.unscoped = this.scopes.get('');
+    this.size = rules.length;
+    this.nextExpiry = next;
+  }
+
+  /**
+   * The rule in force for a request: its key, its counter's scope, its client IP (adapters), at `now`
+   * on the store's clock. A deny, else an allow, else the most specific override, else undefined.
+   */
+  match(key: string, scope: string | undefined, ip: string | undefined, now: number): Rule | undefined {
+    if (this.size === 0) return undefined;
+    found.deny = found.allow = found.override = undefined;
+    found.depth = -1;
+    found.now = now;
+    let keyAddress: Address | undefined;
+    let ipAddress: Address | undefined;
+    if (this.addresses) {
+      keyAddress = parseAddress(key);
+      ipAddress = ip === undefined ? undefined : ip === key ? keyAddress : parseAddress(ip);
+    }
+    if (scope !== undefined) {
+      const scoped = this.scopes.get(scope);
+      if (scoped !== undefined) look(scoped, key, keyAddress, ipAddress);
+    }
+    // The call's scope is more specific: an override found there stands.
+    const scopedOverride = found.override;
+    if (this.unscoped !== undefined) look(this.unscoped, key, keyAddress, ipAddress);
+    return found.deny ?? found.allow ?? scopedOverride ?? found.override;
+  }
+}
+
+/** What one match found so far; one object for every match (matching is synchronous). */
+const found: { deny?: Rule; allow?: Rule; override?: Rule; depth: number; now: number } = { depth: -1, now: 0 };
+
+function take(slot: Slot, depth: number): void {
+  const { now } = found;
+  if (found.deny === undefined && live(slot.deny, now)) found.deny = slot.deny;
+  if (found.allow === undefined && live(slot.allow, now)) found.allow = slot.allow;
+  // The longest range's override; an exact key's (depth Infinity) before any.
+  if (depth > found.depth && live(slot.override, now)) {
+    found.override = slot.override;
+    found.depth = depth;
+  }
+}
+
+function look(rules: ScopeRules, key: string, keyAddress: Address | undefined, ipAddress: Address | undefined): void {
+  const exact = rules.exact.get(key);
+  if (exact !== undefined) take(exact, Number.POSITIVE_INFINITY);
+  if (keyAddress !== undefined) (keyAddress.v6 ? rules.v6 : rules.v4)?.walk(keyAddress.words, keyAddress.bits, take);
+  if (ipAddress !== undefined && ipAddress !== keyAddress)
+    (ipAddress.v6 ? rules.v6 : rules.v4)?.walk(ipAddress.words, ipAddress.bits, take);
+}

@@ -1,0 +1,207 @@
+import { BlockList } from 'node:net';
+import fc from 'fast-check';
+import { createLimiter } from './limiter.js';
+import { memoryStore } from './memory-store.js';
+import { parseAddress, type Rule, RuleSet } from './rule-match.js';
+import { createRules, RULES, type RulesInside } from './rules.js';
+
+const inside = (rules: object): RulesInside => (rules as { [RULES]: RulesInside })[RULES];
+
+describe('RuleSet matching', () => {
+  const deny = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'deny', pattern, ...extra });
+  const allow = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'allow', pattern, ...extra });
+  const override = (pattern: string, policy: string, extra: Partial<Rule> = {}): Rule => ({
+    kind: 'override',
+    pattern,
+    policy: [policy],
+    ...extra,
+  });
+
+  it('matches exact keys, IPv4 and IPv6 ranges, and IPv4-mapped IPv6 as IPv4', () => {
+    const set = new RuleSet([deny('user:1'), deny('203.0.113.0/24'), deny('2001:db8::/32'), deny('198.51.100.7')]);
+    expect(set.match('user:1', undefined, undefined, 0)?.pattern).toBe('user:1');
+    expect(set.match('user:2', undefined, undefined, 0)).toBeUndefined();
+    expect(set.match('203.0.113.200', undefined, undefined, 0)?.pattern).toBe('203.0.113.0/24');
+    expect(set.match('203.0.114.1', undefined, undefined, 0)).toBeUndefined();
+    expect(set.match('::ffff:203.0.113.9', undefined, undefined, 0)?.pattern).toBe('203.0.113.0/24');
+    expect(set.match('2001:DB8:ffff::1', undefined, undefined, 0)?.pattern).toBe('2001:db8::/32');
+    // ipKey's IPv6 key, a /56: within the /32.
+    expect(set.match('2001:db8:1:200::/56', undefined, undefined, 0)?.pattern).toBe('2001:db8::/32');
+    expect(set.match('2001:db9::1', undefined, undefined, 0)).toBeUndefined();
+    expect(set.match('198.51.100.7', undefined, undefined, 0)?.pattern).toBe('198.51.100.7');
+    // A key of its own, matched on the client IP.
+    expect(set.match('user:9', undefined, '203.0.113.1', 0)?.pattern).toBe('203.0.113.0/24');
+  });
+
+  it('orders deny, allow, then the most specific override (scope, exact key, longest range)', () => {
+    const set = new RuleSet([
+      allow('10.0.0.0/8'),
+      deny('10.1.0.0/16'),
+      override('10.0.0.0/8', '1/s'),
+      override('10.2.0.0/16', '2/s'),
+      override('10.2.3.4', '3/s'),
+      override('10.2.0.0/16', '4/s', { scope: 'POST /login' }),
+    ]);
+    expect(set.match('10.1.2.3', undefined, undefined, 0)?.kind).toBe('deny');
+    expect(set.match('10.9.9.9', undefined, undefined, 0)?.kind).toBe('allow');
+    const overrides = new RuleSet(set.rules.filter((r) => r.kind === 'override'));
+    expect(overrides.match('10.9.9.9', undefined, undefined, 0)?.policy).toEqual(['1/s']);
+    expect(overrides.match('10.2.9.9', undefined, undefined, 0)?.policy).toEqual(['2/s']);
+    expect(overrides.match('10.2.3.4', undefined, undefined, 0)?.policy).toEqual(['3/s']);
+    expect(overrides.match('10.2.3.4', 'POST /login', undefined, 0)?.policy).toEqual(['4/s']);
+    expect(overrides.match('10.2.3.4', 'GET /', undefined, 0)?.policy).toEqual(['3/s']);
+  });
+
+  it('does not match a rule past its expiresAt', () => {
+    const set = new RuleSet([deny('k', { expiresAt: 1000 })]);
+    expect(set.match('k', undefined, undefined, 999)?.pattern).toBe('k');
+    expect(set.match('k', undefined, undefined, 1000)).toBeUndefined();
+  });
+
+  it('agrees with node:net BlockList on random IPv4 ranges and addresses', () => {
+    const v4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join('.'));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(v4, fc.integer({ min: 0, max: 32 })), { maxLength: 20 }),
+        fc.array(v4, { maxLength: 20 }),
+        (ranges, ips) => {
+          const list = new BlockList();
+          for (const [a, bits] of ranges) list.addSubnet(a, bits, 'ipv4');
+          const set = new RuleSet(ranges.map(([a, bits]) => deny(`${a}/${bits}`)));
+          for (const ip of ips) expect(set.match(ip, undefined, undefined, 0) !== undefined).toBe(list.check(ip, 'ipv4'));
+        },
+      ),
+    );
+  });
+
+  it('reads addresses and ranges, and refuses what is neither', () => {
+    expect(parseAddress('203.0.113.7/24')).toEqual({ v6: false, words: [0xcb007100], bits: 24 });
+    expect(parseAddress('::ffff:10.0.0.0/104')).toEqual({ v6: false, words: [0x0a000000], bits: 8 });
+    for (const bad of ['user:1', '300.1.1.1', '1.2.3.4/33', '2001:db8::/129', 'cafe', '01.2.3.4'])
+      expect(parseAddress(bad)).toBeUndefined();
+  });
+});
+
+describe('createRules on the memory store', () => {
+  it('refuses bad patterns, policies, durations and options by name', async () => {
+    const rules = createRules({ store: memoryStore() });
+    await expect(rules.deny('10.0.0.0/33')).rejects.toThrow(/pattern must be a key, an IPv4/);
+    await expect(rules.deny('')).rejects.toThrow(/pattern must be a non-empty string/);
+    await expect(rules.override('k', '-1/m')).rejects.toThrow(/policy|limit/);
+    await expect(rules.deny('k', { ttl: 'soon' as never })).rejects.toThrow(/ttl must be/);
+    await expect(rules.deny('k', { tll: '1s' } as never)).rejects.toThrow(/did you mean ttl/);
+    await expect(rules.remove('block' as never, 'k')).rejects.toThrow(/kind must be/);
+    expect(() => createRules({ store: memoryStore(), refresh: 0 })).toThrow(/refresh must be/);
+    expect(() => createRules({ store: { decide() {} } as never })).toThrow(/store must be a store that keeps rules/);
+    expect(() => createLimiter({ policy: '1/s', rules: {} as never })).toThrow(/rules must be a Rules/);
+    expect(() => createLimiter({ policy: '1/s', ban: { after: 0, within: '1m', for: '1m' } })).toThrow(
+      /ban.after must be a positive integer/,
+    );
+    expect(() => createLimiter({ policy: '1/s', ban: { after: 3, within: '1m' } as never })).toThrow(
+      /ban must be an object with after, within and for/,
+    );
+    await rules.close();
+  });
+
+  it('denies, allows, overrides and removes in this process, with source rule', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    const limiter = createLimiter({ policy: '2/1m', store, rules });
+    await rules.deny('bad', { reason: 'abuse' });
+    const denied = await limiter.consume('bad');
+    expect(denied).toMatchObject({
+      allowed: false,
+      source: 'rule',
+      retryAfterMs: 0,
+      rule: { kind: 'deny', pattern: 'bad', reason: 'abuse' },
+    });
+    await rules.allow('good');
+    for (let i = 0; i < 5; i++) expect(await limiter.consume('good')).toMatchObject({ allowed: true, source: 'rule', policies: [] });
+    await rules.override('big', '100/1m');
+    const big = await limiter.consume('big');
+    expect(big).toMatchObject({ allowed: true, source: 'store', limit: 100, remaining: 99 });
+    expect(await rules.remove('deny', 'bad')).toBe(true);
+    expect(await rules.remove('deny', 'bad')).toBe(false);
+    expect((await limiter.consume('bad')).source).toBe('store');
+    await rules.override('big', null);
+    expect((await limiter.consume('big')).limit).toBe(2);
+    const listed: Rule[] = [];
+    for await (const rule of rules.list()) listed.push(rule);
+    expect(listed.map((r) => `${r.kind} ${r.pattern}`)).toEqual(['allow good']);
+    await limiter.close();
+    await rules.close();
+  });
+
+  it('matches an adapter-style ip option against CIDR rules, and a scoped rule only in its scope', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    const limiter = createLimiter({ policy: '5/1m', store, rules });
+    await rules.deny('192.0.2.0/24');
+    await rules.deny('user:7', { scope: 'POST /login' });
+    expect((await limiter.consume('user:1', { ip: '192.0.2.55' })).source).toBe('rule');
+    expect((await limiter.consume('user:1', { ip: '192.0.3.55' })).source).toBe('store');
+    expect((await limiter.consume('user:7', { scope: 'POST /login' })).source).toBe('rule');
+    expect((await limiter.consume('user:7', { scope: 'GET /' })).source).toBe('store');
+    expect((await limiter.peek('192.0.2.1')).source).toBe('rule');
+    await limiter.close();
+    await rules.close();
+  });
+
+  it('expires a rule with ttl on the store clock, and answers retryAfterMs until then', async () => {
+    let now = 1_000_000;
+    const store = memoryStore({ clock: () => now });
+    const rules = createRules({ store });
+    const limiter = createLimiter({ policy: '5/1m', store, rules });
+    const realNow = Date.now;
+    await rules.deny('k', { ttl: '10s' });
+    const d = await limiter.consume('k');
+    expect(d.source).toBe('rule');
+    expect(d.retryAfterMs).toBeGreaterThan(9_000);
+    expect(d.retryAfterMs).toBeLessThanOrEqual(10_000);
+    // The copy reckons the store's clock from its own: move the store clock, and this process' along.
+    now += 10_000;
+    Date.now = () => realNow() + 10_000;
+    try {
+      expect((await limiter.consume('k')).source).toBe('store');
+    } finally {
+      Date.now = realNow;
+    }
+    await limiter.close();
+    await rules.close();
+  });
+
+  it('bans a key denied `after` times within `within`, for `for`', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    const limiter = createLimiter({ policy: '1/1h', store, rules, ban: { after: 3, within: '1m', for: '1h' } });
+    expect((await limiter.consume('abuser')).allowed).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await limiter.consume('abuser')).source).toBe('store');
+    // The ban is written after the third denial's decision: give it its turn.
+    await new Promise((r) => setTimeout(r, 20));
+    const banned = await limiter.consume('abuser');
+    expect(banned).toMatchObject({ allowed: false, source: 'rule', rule: { kind: 'deny', pattern: 'abuser', ban: true } });
+    expect(banned.retryAfterMs).toBeGreaterThan(3_500_000);
+    const listed: Rule[] = [];
+    for await (const rule of rules.list({ kind: 'deny' })) listed.push(rule);
+    expect(listed).toHaveLength(1);
+    expect(await rules.remove('deny', 'abuser')).toBe(true);
+    expect((await limiter.consume('abuser')).source).toBe('store');
+    await limiter.close();
+    await rules.close();
+  });
+
+  it('keeps the last known rules when a refresh fails, and reports it', async () => {
+    const store = memoryStore();
+    const events: string[] = [];
+    const rules = createRules({ store, refresh: 20, onEvent: (e) => events.push(e.type) });
+    await rules.deny('k');
+    const rs = store.rules as NonNullable<typeof store.rules>;
+    const version = rs.version;
+    rs.version = () => Promise.reject(new Error('down'));
+    await new Promise((r) => setTimeout(r, 80));
+    expect(events).toContain('rule-error');
+    expect(inside(rules).current().match('k', undefined, undefined, Date.now())?.kind).toBe('deny');
+    rs.version = version;
+    await rules.close();
+  });
+});
