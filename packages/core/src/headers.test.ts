@@ -51,6 +51,8 @@ describe('rateLimitHeaders', () => {
   });
 
   it('refuses an unknown headers mode naming the option', () => {
-    expect(() => parseHeadersMode('draft-7')).toThrow("headers must be 'draft', 'legacy', 'both' or false, got \"draft-7\"");
+    expect(() => parseHeadersMode('draft-9')).toThrow(
+      "headers must be 'draft', 'legacy', 'both', 'draft-6', 'draft-7', 'draft-8' or false, got \"draft-9\"",
+    );
   });
 });

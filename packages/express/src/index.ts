@@ -55,14 +55,19 @@ export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, { own: EXPRESS_OPTIONS, peers: PEERS, forwarded: FORWARDED });
+  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, {
+    own: EXPRESS_OPTIONS,
+    peers: PEERS,
+    forwarded: FORWARDED,
+    peer: 'express-rate-limit',
+  });
   const { onLimited } = limit.own;
 
   return function sluiceRateLimit(req, res, next) {
     // On a route, its method and full pattern; elsewhere, the mount.
     const scope = req.route ? routeScope(req.method, `${req.baseUrl}${String(req.route.path)}`) : routeScope(undefined, req.baseUrl);
     limit
-      .check(req, scope, () => req.ip)
+      .check(req, scope, () => req.ip, res)
       .then((verdict) => {
         if (verdict === undefined) return next();
         // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
@@ -74,7 +79,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
           return next();
         }
         if (onLimited) return onLimited(req, res, next, verdict.decision);
-        limit.limitedResponse(verdict.decision, req).then((r) => {
+        limit.limitedResponse(verdict.decision, req, res).then((r) => {
           res.status(r.status).type(r.contentType).send(r.body);
         }, next);
       }, next);
@@ -94,7 +99,12 @@ export type ExpressShedOptions = ShedOptions<Request>;
  */
 export function shed(options: ExpressShedOptions = {}): RequestHandler {
   const gate = shedGate<Request>(options);
-  const answer = (res: Response) => res.status(503).set(gate.response.headers).type(gate.response.contentType).send(gate.response.body);
+  // Written as it is (no res.send: no ETag, no charset or freshness work): under overload, most requests take
+  // this path, and what each costs is taken from the requests being served (bench/RESULTS.md, issue 29).
+  const { status, headers, contentType, body } = gate.response;
+  const bytes = Buffer.from(body);
+  const head = { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) };
+  const answer = (res: Response) => res.writeHead(status, head).end(bytes);
   return function sluiceShed(req, res, next) {
     const admitted = gate.admit(req, res);
     if (admitted === true) return next();

@@ -7,6 +7,7 @@ import { CHECK_COST, createLimiter, type Limiter, type LimiterOptions } from '..
 import { LIMITER_OPTION_NAMES } from '../limiter-options.js';
 import { checkNames, isBoolean, isFunction, type OptionSpec, type OptionTable, ownCopy, type Resolved, resolve, spec } from '../options.js';
 import type { PolicyInput } from '../policy.js';
+import { EXPRESS_RATE_LIMIT_NAMES, expressRateLimit, isExpressRateLimit, type PeerRuntime, refuseOutsidePeer } from './peer-express.js';
 import { fromPeers, PEER_NAMES, type PeerSpelling, type PeerSpellings } from './peers.js';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -42,6 +43,8 @@ export interface HttpLimitOptions<Req, Res = undefined> extends Omit<Partial<Lim
   headers?: HeadersMode;
   /** Status of a limited response, 400 to 599. Default 429. */
   statusCode?: number;
+  /** Status of a response refused by a deny rule or a ban (`rules`, `ban`), 400 to 599. Default 403. */
+  deniedStatusCode?: number;
   /** Body of a limited response, or a function of the decision that returns it. Default: application/problem+json. */
   message?: LimitedBody | ((decision: Decision, req: Req) => Awaitable<LimitedBody>);
   /** Prefix length that groups IPv6 clients in the default key; false keeps whole addresses. Default 56. */
@@ -109,6 +112,7 @@ export const ADAPTER_OPTIONS = {
   scope: spec(isScope),
   headers: spec(parseHeadersMode, DEFAULT_HEADERS_MODE),
   statusCode: spec(isStatus, 429),
+  deniedStatusCode: spec(isStatus, 403),
   message: spec(isMessage),
   ipv6Subnet: spec(isSubnet, 56),
   settle: spec<(req: unknown, res: unknown) => Awaitable<number | undefined>>(isFunction),
@@ -121,6 +125,8 @@ export const ADAPTER_OPTIONS = {
 export interface AdapterOwn<Own extends OptionTable = OptionTable> {
   own?: Own;
   peers?: readonly PeerSpelling[];
+  /** The peer whose options this adapter takes with their meaning, when they are given in its spelling. */
+  peer?: 'express-rate-limit';
 }
 
 /** An adapter's options, resolved: the kit's, the adapter's own, a request's policy function, and the limiter. */
@@ -129,6 +135,8 @@ export interface ResolvedHttpOptions<Own extends OptionTable> extends Resolved<t
   /** A policy function is the request's: each call passes what it returns, and the limiter has none. */
   policyOf: PolicyOf<unknown> | undefined;
   limiter: Limiter;
+  /** The peer's headers and answer, when the options are in its spelling. */
+  peer: PeerRuntime | undefined;
 }
 
 /** Resolves an adapter's options once, at construction; each rule is checked here, once, naming the option. */
@@ -138,9 +146,19 @@ export function resolveHttpOptions<Own extends OptionTable>(
 ): ResolvedHttpOptions<Own> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const table = adapter.own ?? ({} as Own);
-  const known = [...LIMITER_OPTION_NAMES, ...Object.keys(ADAPTER_OPTIONS), ...(adapter.peers ?? PEER_NAMES), ...Object.keys(table)];
+  const peerNames = adapter.peer === 'express-rate-limit' ? EXPRESS_RATE_LIMIT_NAMES : [];
+  const known = [
+    ...LIMITER_OPTION_NAMES,
+    ...Object.keys(ADAPTER_OPTIONS),
+    ...(adapter.peers ?? PEER_NAMES),
+    ...peerNames,
+    ...Object.keys(table),
+  ];
   checkNames(options, known, 'a rate-limit option');
-  const o = fromPeers(ownCopy(options));
+  const copy = ownCopy(options);
+  const peer = adapter.peer === 'express-rate-limit' && isExpressRateLimit(copy) ? expressRateLimit(copy) : undefined;
+  if (peer === undefined) refuseOutsidePeer(copy);
+  const o = fromPeers(copy);
   const kit = resolve(ADAPTER_OPTIONS, o);
   const policyOf = typeof o.policy === 'function' ? (o.policy as PolicyOf<unknown>) : undefined;
   const given = limiterOptions(o, policyOf);
@@ -149,7 +167,7 @@ export function resolveHttpOptions<Own extends OptionTable>(
   const limiter = kit.limiter ?? createLimiter(given as LimiterOptions);
   // A constant cost that can never pass would answer every request 500: refused here (not with a per-request policy).
   if (typeof o.cost === 'number' && policyOf === undefined) (limiter as { [CHECK_COST]?: (cost: number) => void })[CHECK_COST]?.(o.cost);
-  return { ...kit, own: resolve(table, options), policyOf, limiter };
+  return { ...kit, own: resolve(table, o), policyOf, limiter, peer };
 }
 
 /** The limiter options given, for a limiter the adapter makes; refused without a policy of either kind. */

@@ -23,10 +23,10 @@ export function routeScope(method?: string, path?: string): string {
 export function clientKeyOf<Req>(
   key: ((req: Req) => Awaitable<string>) | undefined,
   subnet: number | false,
-): (req: Req, ip: () => string | undefined) => string | Promise<string> {
+): (req: Req, ip: () => string | undefined, res?: unknown) => string | Promise<string> {
   if (key === undefined) return (_req, ip) => checked(ipKey(ip(), subnet));
-  return (req) => {
-    const given = call(key, req, 'ERR_SLUICE_KEY', 'key');
+  return (req, _ip, res) => {
+    const given = call(key, req, 'ERR_SLUICE_KEY', 'key', res);
     return typeof given === 'string' ? checked(given) : caught(given, 'ERR_SLUICE_KEY', 'key').then(checked);
   };
 }

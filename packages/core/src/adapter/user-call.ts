@@ -8,10 +8,13 @@ function userError(error: unknown, code: string, name: string): SluiceError {
   return new SluiceError(code, `${name}(req) threw${what}`, { cause: error });
 }
 
-/** Calls a user's function of the request; a throw becomes a SluiceError with `code`. */
-export function call<T>(fn: (req: never) => T, req: unknown, code: string, name: string): T {
+/**
+ * Calls a user's function of the request (and of the response, for express-rate-limit's functions of
+ * `(req, res)`); a throw becomes a SluiceError with `code`.
+ */
+export function call<T>(fn: (req: never, res: never) => T, req: unknown, code: string, name: string, res?: unknown): T {
   try {
-    return fn(req as never);
+    return fn(req as never, res as never);
   } catch (error) {
     throw userError(error, code, name);
   }

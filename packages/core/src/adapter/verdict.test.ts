@@ -9,7 +9,10 @@ const ipOf = (req: Req) => () => req.ip;
 
 describe('httpLimit options', () => {
   it.each([
-    [{ policy: '3/1m', headers: 'nope' }, /headers must be 'draft', 'legacy', 'both' or false, got "nope"/],
+    [
+      { policy: '3/1m', headers: 'nope' },
+      /headers must be 'draft', 'legacy', 'both', 'draft-6', 'draft-7', 'draft-8' or false, got "nope"/,
+    ],
     [{ policy: '3/1m', statusCode: 200 }, /statusCode must be an integer from 400 to 599/],
     [{ policy: '3/1m', ipv6Subnet: 0 }, /ipv6Subnet/],
     [{ policy: '3/1m', scope: '' }, /scope must be a non-empty string/],

@@ -32,9 +32,9 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
    * Decides for one request; undefined when `skip` says so. `scope` names the default counter
    * (routeScope: 'POST /login'), `ip` reads the client IP for the default key. Throws on a bad key or cost.
    */
-  check(req: Req, scope: string, ip: () => string | undefined): Promise<HttpVerdict | undefined>;
+  check(req: Req, scope: string, ip: () => string | undefined, res?: Res): Promise<HttpVerdict | undefined>;
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
-  limitedResponse(decision: Decision, req: Req): Promise<LimitedResponse>;
+  limitedResponse(decision: Decision, req: Req, res?: Res): Promise<LimitedResponse>;
   /**
    * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
    * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
@@ -57,38 +57,44 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
   const { skip, cost } = o;
   const clientKey = clientKeyOf<Req>(o.key, o.ipv6Subnet);
   // Only the default key (the client IP) is keyed on a proxy's address.
-  const forwarded = o.key === undefined ? forwardedWarning(limiter, adapter.forwarded) : undefined;
+  const { peer } = o;
+  const forwarded = o.key === undefined && peer?.warnForwarded !== false ? forwardedWarning(limiter, adapter.forwarded) : undefined;
   const headers = { headers: o.headers };
+  const draft8 = o.headers === 'draft-8';
+  // express-rate-limit's headers and answer under its spelling (peer-express.ts).
+  const headersOf = (decision: Decision, key: string) =>
+    peer !== undefined ? peer.headers(decision, key) : rateLimitHeaders(decision, draft8 ? { headers: 'draft-8', key } : headers);
+  const limited = peer === undefined ? limitedResponder<Req>(o.message, o.statusCode) : peer.respond;
 
   return {
     limiter,
     own: o.own,
-    async check(req, route, ip) {
+    async check(req, route, ip, res) {
       // A sync answer is taken as it is: awaiting it would cost every request a microtask.
       if (skip !== undefined) {
-        const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip');
+        const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip', res);
         if (skipped === true || (skipped !== false && (await caught(skipped, 'ERR_SLUICE_KEY', 'skip')))) return undefined;
       }
       if (forwarded !== undefined) forwarded(req);
-      const known = clientKey(req, ip);
+      const known = clientKey(req, ip, res);
       const key = typeof known === 'string' ? known : await known;
       const charge: ConsumeOptions = { scope: scope ?? route };
       // The client IP, for the rules' address and CIDR patterns (a key of its own may not be one).
       const client = ip();
       if (client !== undefined) charge.ip = client;
       if (cost !== undefined) {
-        const price = call(cost, req, 'ERR_SLUICE_COST', 'cost');
+        const price = call(cost, req, 'ERR_SLUICE_COST', 'cost', res);
         charge.cost = typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost');
       }
       if (policyOf !== undefined) {
-        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy');
+        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy', res);
         charge.policy = isPromise(chosen) ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy') : chosen;
       }
       const decision = await limiter.consume(key, charge);
-      const sent = decision.source === 'rule' ? ruleHeaders(decision) : rateLimitHeaders(decision, headers);
+      const sent = decision.source === 'rule' ? ruleHeaders(decision) : headersOf(decision, key);
       return { decision, headers: sent, limited: !decision.allowed, key, cost: charge.cost ?? 1 };
     },
-    limitedResponse: byRule(limitedResponder<Req>(o.message, o.statusCode), deniedResponder<Req>(o.message, o.deniedStatusCode)),
+    limitedResponse: byRule(limited, deniedResponder<Req>(o.message, o.deniedStatusCode)),
     track: tracker<Req, Res>(limiter, o),
   };
 }
@@ -100,8 +106,11 @@ function ruleHeaders(decision: Decision): Record<string, string> {
 
 /** A limited decision's responder, or a denied one's for a decision a rule made. */
 const byRule =
-  <Req>(limited: (d: Decision, req: Req) => Promise<LimitedResponse>, denied: (d: Decision, req: Req) => Promise<LimitedResponse>) =>
-  (decision: Decision, req: Req): Promise<LimitedResponse> =>
-    decision.source === 'rule' ? denied(decision, req) : limited(decision, req);
+  <Req>(
+    limited: (d: Decision, req: Req, res?: unknown) => Promise<LimitedResponse>,
+    denied: (d: Decision, req: Req) => Promise<LimitedResponse>,
+  ) =>
+  (decision: Decision, req: Req, res?: unknown): Promise<LimitedResponse> =>
+    decision.source === 'rule' ? denied(decision, req) : limited(decision, req, res);
 
 const isPromise = <T>(value: Awaitable<T>): value is Promise<T> => typeof (value as Promise<T> | undefined)?.then === 'function';

@@ -1,0 +1,169 @@
+// express-rate-limit's options with its meaning (issue 26: drop-in means the same observable behaviour):
+// its algorithm (a fixed window from the key's first hit), its headers and their defaults, its body,
+// content type and status, and each function's call signature (req, res). An option that cannot be
+// honoured is refused by name, with the sluice option to use instead. Read from express-rate-limit 7.5
+// and 8 (source/lib.ts, source/headers.ts).
+import type { Decision } from '../decision.js';
+import { parseDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import { type EarlierDraft, rateLimitHeaders } from '../headers.js';
+import { isBoolean, isFunction } from '../options.js';
+import type { PolicyInput } from '../policy.js';
+import type { LimitedResponse } from './problem.js';
+
+type Options = Record<string, unknown>;
+type Awaitable<T> = T | Promise<T>;
+
+/** A peer's behaviour where it is not sluice's: its headers and its answer to a limited request. */
+export interface PeerRuntime {
+  /** The peer's headers for a decision on `key`. */
+  headers(decision: Decision, key: string): Record<string, string>;
+  /** The peer's answer to a limited request. */
+  respond(decision: Decision, req: unknown, res: unknown): Promise<LimitedResponse>;
+  /** False when the peer's own option turned the X-Forwarded-For warning off. */
+  warnForwarded: boolean;
+}
+
+/** express-rate-limit's option names, each taken with its meaning or refused naming ours. */
+export const EXPRESS_RATE_LIMIT_NAMES = [
+  'windowMs',
+  'limit',
+  'max',
+  'keyGenerator',
+  'standardHeaders',
+  'legacyHeaders',
+  'handler',
+  'identifier',
+  'passOnStoreError',
+  'validate',
+  'requestPropertyName',
+] as const;
+
+/** Refused, each with what to use instead. */
+const REFUSED: Record<string, string> = {
+  requestPropertyName: 'absent: req.rateLimit holds the Decision (limit, remaining, resetMs); read it there',
+};
+
+const DEFAULTS = { windowMs: 60_000, limit: 5, message: 'Too many requests, please try again later.', statusCode: 429 };
+
+/** Whether options given to the Express adapter are in express-rate-limit's spelling (no policy or limiter of ours). */
+export function isExpressRateLimit(o: Options): boolean {
+  if (o.policy !== undefined || o.limiter !== undefined) return false;
+  return ['windowMs', 'limit', 'max', 'handler', 'standardHeaders', 'legacyHeaders'].some((n) => o[n] !== undefined);
+}
+
+/** Each of express-rate-limit's options that sluice's spelling does not take, with ours. */
+const OURS: Record<string, string> = {
+  handler: 'onLimited(req, res, next, decision)',
+  identifier: "the policy's name",
+  passOnStoreError: "failMode: 'open'",
+  validate: 'nothing (sluice validates its options when the middleware is made)',
+  requestPropertyName: 'req.rateLimit',
+};
+
+/** Refuses express-rate-limit's own options beside a policy or limiter of ours, naming ours. */
+export function refuseOutsidePeer(o: Options): void {
+  for (const [name, ours] of Object.entries(OURS)) {
+    if (o[name] !== undefined)
+      badOption(name, `given with windowMs and limit (express-rate-limit's spelling); beside policy or limiter use ${ours}`, o[name]);
+  }
+}
+
+/** express-rate-limit's `identifier` default: the policy's name in draft-8 headers, e.g. '5-in-1min'. */
+function identifier(limit: number, windowMs: number): string {
+  const s = windowMs / 1000;
+  const m = s / 60;
+  const h = m / 60;
+  const d = h / 24;
+  const duration = s < 60 ? `${s}sec` : m < 60 ? `${m}min` : h < 24 ? `${h}hr${h > 1 ? 's' : ''}` : `${d}day${d > 1 ? 's' : ''}`;
+  return `${limit}-in-${duration}`;
+}
+
+/** The headers modes from standardHeaders (true is draft-6) and legacyHeaders (default true). */
+function headerModes(o: Options): { draft: EarlierDraft | undefined; legacy: boolean } {
+  const { standardHeaders: standard, legacyHeaders: legacy } = o;
+  if (standard !== undefined && typeof standard !== 'boolean' && !['draft-6', 'draft-7', 'draft-8'].includes(standard as string)) {
+    badOption('standardHeaders', "a boolean, 'draft-6', 'draft-7' or 'draft-8'", standard);
+  }
+  if (legacy !== undefined) isBoolean(legacy, 'legacyHeaders');
+  return { draft: standard === true ? 'draft-6' : standard ? (standard as EarlierDraft) : undefined, legacy: legacy !== false };
+}
+
+/**
+ * Turns `o` (express-rate-limit's spelling, own properties) into the kit's options, in place: a first-hit
+ * fixed window, the key, skip and handler; returns the peer's headers and limited answer.
+ * @example expressRateLimit(ownCopy({ windowMs: 60_000, limit: 5 }))
+ */
+export function expressRateLimit(o: Options): PeerRuntime {
+  for (const [name, instead] of Object.entries(REFUSED)) if (o[name] !== undefined) badOption(name, instead, o[name]);
+  if (o.store !== undefined && typeof (o.store as { increment?: unknown }).increment === 'function') {
+    badOption('store', 'a sluice Store: redisStore({ client }) for Redis (instead of rate-limit-redis), or memoryStore()', o.store);
+  }
+  const windowMs = o.windowMs === undefined ? DEFAULTS.windowMs : parseDuration(o.windowMs, 'windowMs');
+  const given = o.limit ?? o.max ?? DEFAULTS.limit;
+  if (o.identifier !== undefined && typeof o.identifier !== 'string') {
+    badOption('identifier', 'a string (the draft-8 policy name; a function of the request is not taken)', o.identifier);
+  }
+  const named = o.identifier as string | undefined;
+  const policyFor = (limit: number): PolicyInput => ({
+    limit,
+    window: windowMs,
+    algorithm: 'fixed-window',
+    start: 'first-hit',
+    name: named ?? identifier(limit, windowMs),
+  });
+  if (typeof given === 'function') {
+    // One policy object per limit: the limiter reads a request's policy by identity.
+    const policies = new Map<number, PolicyInput>();
+    const limitOf = given as (req: unknown, res: unknown) => Awaitable<number>;
+    const pick = (limit: number) => {
+      const known = policies.get(limit);
+      if (known !== undefined) return known;
+      const p = policyFor(limit);
+      policies.set(limit, p);
+      return p;
+    };
+    o.policy = (req: unknown, res: unknown) => {
+      const limit = limitOf(req, res);
+      return typeof limit === 'number' ? pick(limit) : Promise.resolve(limit).then(pick);
+    };
+  } else {
+    o.policy = policyFor(given as number);
+  }
+  if (o.keyGenerator !== undefined) o.key = isFunction(o.keyGenerator, 'keyGenerator');
+  if (o.passOnStoreError !== undefined && isBoolean(o.passOnStoreError, 'passOnStoreError') && o.failMode === undefined)
+    o.failMode = 'open';
+  const { draft, legacy } = headerModes(o);
+  const handler = o.handler === undefined ? undefined : isFunction<(...args: unknown[]) => unknown>(o.handler, 'handler');
+  const message = o.message ?? DEFAULTS.message;
+  const statusCode = o.statusCode ?? DEFAULTS.statusCode;
+  if (!Number.isInteger(statusCode)) badOption('statusCode', 'an integer', statusCode);
+  // What express-rate-limit passes its handler as `options`: the resolved configuration.
+  const config = { ...o, windowMs, limit: given, message, statusCode, standardHeaders: draft ?? false, legacyHeaders: legacy };
+  if (handler !== undefined) o.onLimited = (req: unknown, res: unknown, next: unknown) => handler(req, res, next, config);
+  const validate = o.validate;
+  const warnForwarded =
+    validate !== false && !(typeof validate === 'object' && validate !== null && (validate as Options).xForwardedForHeader === false);
+  for (const n of [...EXPRESS_RATE_LIMIT_NAMES, 'message', 'statusCode']) delete o[n];
+
+  return {
+    warnForwarded,
+    headers(decision, key) {
+      const out: Record<string, string> = legacy ? rateLimitHeaders(decision, { headers: 'legacy' }) : {};
+      if (draft !== undefined) Object.assign(out, rateLimitHeaders(decision, { headers: draft, key }));
+      // Retry-After only with some headers on, as express-rate-limit sends it: the seconds to the window's end.
+      if (!legacy && draft === undefined) delete out['Retry-After'];
+      else if (!decision.allowed) out['Retry-After'] = String(Math.max(0, Math.ceil(decision.resetMs / 1000)));
+      return out;
+    },
+    async respond(_decision, req, res) {
+      // express-rate-limit's handler sets the status before it calls message(req, res).
+      if (typeof message === 'function' && res !== null && typeof res === 'object')
+        (res as { statusCode: number }).statusCode = statusCode as number;
+      const body = typeof message === 'function' ? await message(req, res) : message;
+      // Express's res.send: a string as text/html, anything else as JSON.
+      if (typeof body === 'string') return { status: statusCode as number, contentType: 'text/html; charset=utf-8', body };
+      return { status: statusCode as number, contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
+    },
+  };
+}

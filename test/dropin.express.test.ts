@@ -1,0 +1,221 @@
+// Issue 26, part 3: under express-rate-limit's spelling, @sluice/express behaves as express-rate-limit does.
+// Differential: each configuration runs on two real servers, one with the real express-rate-limit and one
+// with sluice in its place (memory stores), the same request sequence goes to both, and every answer is
+// compared: status, the rate-limit headers (names and values; reset seconds within 1 s), content type
+// and body. The count of comparisons is printed (the issue's note reports it).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rateLimit as sluice } from '@sluice/express';
+import express from 'express';
+import { rateLimit as erl } from 'express-rate-limit';
+
+type Options = Record<string, unknown>;
+type Step = { path?: string; user?: string; fail?: boolean };
+
+let comparisons = 0;
+afterAll(() => {
+  console.log(`dropin.express: ${comparisons} comparisons`);
+});
+
+const HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit-policy',
+  'ratelimit',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'retry-after',
+  'content-type',
+];
+// Seconds that depend on when the request came: compared within 1 s.
+const TIMED = new Set(['x-ratelimit-reset', 'ratelimit-reset', 'retry-after']);
+
+async function start(middleware: express.RequestHandler): Promise<{ url: string; server: Server }> {
+  const app = express();
+  app.use(middleware);
+  app.get('/ok', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.get('/fail', (_req, res) => {
+    res.status(500).send('failed');
+  });
+  const server = createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+function timedEqual(name: string, a: string | null, b: string | null): boolean {
+  if (a === b) return true;
+  if (a === null || b === null) return false;
+  if (TIMED.has(name)) return Math.abs(Number(a) - Number(b)) <= 1;
+  // draft-7 and draft-8 carry the reset inside a list: compare the rest exactly, the seconds within 1.
+  const [ta, tb] = [a, b].map((v) => v.replace(/(reset=|t=)(\d+)/, '$1#'));
+  const [sa, sb] = [a, b].map((v) => Number(/(?:reset=|t=)(\d+)/.exec(v)?.[1]));
+  return ta === tb && Math.abs((sa as number) - (sb as number)) <= 1;
+}
+
+async function answer(url: string, step: Step) {
+  const res = await fetch(`${url}${step.fail ? '/fail' : (step.path ?? '/ok')}`, { headers: step.user ? { 'x-user': step.user } : {} });
+  const headers: Record<string, string | null> = {};
+  for (const h of HEADERS) headers[h] = res.headers.get(h);
+  return { status: res.status, headers, body: await res.text() };
+}
+
+interface Case {
+  name: string;
+  options: () => Options;
+  steps: Step[];
+}
+
+const five = (n: number, step: Step = {}): Step[] => Array.from({ length: n }, () => step);
+const byUser = { keyGenerator: (req: express.Request) => String(req.headers['x-user'] ?? 'anon') };
+
+const CASES: Case[] = [
+  {
+    name: 'windowMs and limit, the defaults (legacy headers, text message)',
+    options: () => ({ windowMs: 60_000, limit: 3 }),
+    steps: five(5),
+  },
+  { name: 'max instead of limit', options: () => ({ windowMs: 60_000, max: 2 }), steps: five(4) },
+  { name: 'windowMs alone: the default limit of 5', options: () => ({ windowMs: 30_000 }), steps: five(7) },
+  {
+    name: 'standardHeaders true (draft-6), legacyHeaders false',
+    options: () => ({ windowMs: 60_000, limit: 2, standardHeaders: true, legacyHeaders: false }),
+    steps: five(3),
+  },
+  {
+    name: "standardHeaders 'draft-6' with legacy",
+    options: () => ({ windowMs: 60_000, limit: 2, standardHeaders: 'draft-6' }),
+    steps: five(3),
+  },
+  {
+    name: "standardHeaders 'draft-7'",
+    options: () => ({ windowMs: 90_000, limit: 2, standardHeaders: 'draft-7', legacyHeaders: false }),
+    steps: five(3),
+  },
+  {
+    name: "standardHeaders 'draft-8' (named policy, pk)",
+    options: () => ({ windowMs: 3_600_000, limit: 2, standardHeaders: 'draft-8', legacyHeaders: false }),
+    steps: five(3),
+  },
+  {
+    name: "'draft-8' with an identifier",
+    options: () => ({ windowMs: 20_000, limit: 1, standardHeaders: 'draft-8', identifier: 'login' }),
+    steps: five(2),
+  },
+  {
+    name: 'no headers at all (no Retry-After either)',
+    options: () => ({ windowMs: 60_000, limit: 1, legacyHeaders: false }),
+    steps: five(3),
+  },
+  { name: 'message as a string', options: () => ({ windowMs: 60_000, limit: 1, message: 'slow down' }), steps: five(2) },
+  {
+    name: 'message as an object',
+    options: () => ({ windowMs: 60_000, limit: 1, message: { error: 'slow down', code: 7 } }),
+    steps: five(2),
+  },
+  {
+    name: 'message as a function of (req, res), async',
+    options: () => ({
+      windowMs: 60_000,
+      limit: 1,
+      message: async (req: express.Request, res: express.Response) => `${req.path} ${res.statusCode}`,
+    }),
+    steps: five(2),
+  },
+  { name: 'statusCode', options: () => ({ windowMs: 60_000, limit: 1, statusCode: 503 }), steps: five(3) },
+  {
+    name: 'handler(req, res, next, options)',
+    options: () => ({
+      windowMs: 60_000,
+      limit: 1,
+      handler: (
+        _req: express.Request,
+        res: express.Response,
+        _next: unknown,
+        options: { statusCode: number; message: unknown; limit: unknown },
+      ) => {
+        res.status(options.statusCode).json({ limited: true, message: options.message, limit: options.limit });
+      },
+    }),
+    steps: five(3),
+  },
+  {
+    name: 'limit as a function of (req, res)',
+    options: () => ({ windowMs: 60_000, limit: (req: express.Request) => (req.headers['x-user'] === 'pro' ? 3 : 1), ...byUser }),
+    steps: [...five(3, { user: 'free' }), ...five(4, { user: 'pro' })],
+  },
+  {
+    name: 'limit as an async function',
+    options: () => ({ windowMs: 60_000, limit: async () => 2 }),
+    steps: five(3),
+  },
+  {
+    name: 'keyGenerator: a counter per user',
+    options: () => ({ windowMs: 60_000, limit: 1, ...byUser }),
+    steps: [{ user: 'a' }, { user: 'b' }, { user: 'a' }, { user: 'b' }],
+  },
+  {
+    name: 'skip(req, res)',
+    options: () => ({ windowMs: 60_000, limit: 1, skip: (req: express.Request) => req.headers['x-user'] === 'admin' }),
+    steps: [{}, { user: 'admin' }, { user: 'admin' }, {}],
+  },
+  {
+    name: 'skipFailedRequests',
+    options: () => ({ windowMs: 60_000, limit: 2, skipFailedRequests: true }),
+    steps: [{ fail: true }, { fail: true }, {}, {}, {}],
+  },
+  {
+    name: 'skipSuccessfulRequests',
+    options: () => ({ windowMs: 60_000, limit: 2, skipSuccessfulRequests: true }),
+    steps: [{}, {}, { fail: true }, { fail: true }, { fail: true }, {}],
+  },
+  {
+    name: 'requestWasSuccessful(req, res) with skipFailedRequests',
+    options: () => ({
+      windowMs: 60_000,
+      limit: 2,
+      skipFailedRequests: true,
+      requestWasSuccessful: (_req: unknown, res: express.Response) => res.statusCode < 300,
+    }),
+    steps: [{ fail: true }, {}, { fail: true }, {}, {}],
+  },
+  {
+    name: 'a short window opens again at the first hit after it ends',
+    options: () => ({ windowMs: 1_000, limit: 1, standardHeaders: 'draft-7' }),
+    steps: [{}, {}, { path: 'wait' }, {}, {}],
+  },
+];
+
+describe('express-rate-limit and @sluice/express answer alike (differential, memory stores)', () => {
+  it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    const peer = await start(erl({ ...c.options(), validate: false } as never));
+    const ours = await start(sluice(c.options() as never));
+    try {
+      for (const [i, step] of c.steps.entries()) {
+        if (step.path === 'wait') {
+          await new Promise((r) => setTimeout(r, 1_100));
+          continue;
+        }
+        // Each request reaches both at about the same instant; the one-window tests leave over 1 s of slack.
+        const [a, b] = await Promise.all([answer(peer.url, step), answer(ours.url, step)]);
+        const where = `${c.name}, request ${i + 1}`;
+        expect({ where, status: b.status }).toEqual({ where, status: a.status });
+        comparisons++;
+        for (const h of HEADERS) {
+          if (!timedEqual(h, a.headers[h] ?? null, b.headers[h] ?? null)) {
+            expect({ where, header: h, value: b.headers[h] }).toEqual({ where, header: h, value: a.headers[h] });
+          }
+          comparisons++;
+        }
+        expect({ where, body: b.body }).toEqual({ where, body: a.body });
+        comparisons++;
+      }
+    } finally {
+      peer.server.close();
+      ours.server.close();
+    }
+  });
+});
