@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ipKey, type PolicyInput } from '@sluice/core';
+import { parseRulesCommand, RULE_COMMANDS, RULES_USAGE, type RulesCommand } from './rules-command.js';
 
 /** A bad argument: the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {
@@ -11,6 +12,7 @@ export class UsageError extends Error {
 
 /** What to do, resolved. */
 export type Command =
+  | RulesCommand
   | { command: 'help' }
   | { command: 'version' }
   | {
@@ -36,9 +38,11 @@ export const DEFAULT_TIMEOUT_MS = 5000;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export const USAGE = `Usage: sluice <inspect|reset> KEY --policy POLICY [--policy POLICY ...] [options]
+       sluice <override|deny|allow|rules> ... [options]
 
-  inspect KEY   print the Decision of a peek at KEY (charges nothing), as JSON
+  inspect KEY   print the Decision of a peek at KEY (charges nothing), as JSON, with the rule in force
   reset KEY     forget KEY's counters in Redis
+${RULES_USAGE}
 
 Options:
   --redis URL       redis:// or rediss:// URL of the store (default: $REDIS_URL)
@@ -101,23 +105,30 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
   if (values.help) return { command: 'help' };
   if (values.version) return { command: 'version' };
   const [command, key, ...extra] = positionals;
+  if ((RULE_COMMANDS as readonly string[]).includes(command as string)) {
+    const common = {
+      redisUrl: redisUrlOf(values.redis ?? env.REDIS_URL),
+      prefix: values.prefix ?? 'sluice',
+      cluster: values.cluster === true,
+    };
+    return parseRulesCommand(
+      command as string,
+      positionals.slice(1),
+      values,
+      { ...common, timeoutMs: timeoutOf(values.timeout) },
+      policyOf,
+      (m) => new UsageError(m),
+    );
+  }
+  const known = 'inspect, reset, override, deny, allow or rules';
   if (command !== 'inspect' && command !== 'reset') {
     throw new UsageError(
-      command === undefined ? 'a command is required: inspect or reset' : `unknown command ${JSON.stringify(command)}: inspect or reset`,
+      command === undefined ? `a command is required: ${known}` : `unknown command ${JSON.stringify(command)}: ${known}`,
     );
   }
   if (key === undefined || key === '') throw new UsageError(`${command} needs a KEY`);
   if (extra.length > 0) throw new UsageError(`one KEY only, got ${positionals.length - 1} (quote a key with spaces)`);
-  const redisUrl = values.redis ?? env.REDIS_URL;
-  if (redisUrl === undefined || redisUrl === '') throw new UsageError('--redis URL (or REDIS_URL) is required');
-  let protocol: string;
-  try {
-    protocol = new URL(redisUrl).protocol;
-  } catch {
-    throw new UsageError('--redis must be a URL such as redis://127.0.0.1:6379');
-  }
-  if (protocol !== 'redis:' && protocol !== 'rediss:')
-    throw new UsageError(`--redis must be a redis:// or rediss:// URL, got a ${protocol} URL`);
+  const redisUrl = redisUrlOf(values.redis ?? env.REDIS_URL);
   const timeoutMs = timeoutOf(values.timeout);
   const policies = (values.policy ?? []).map(policyOf);
   if (policies.length === 0) throw new UsageError("--policy is required: the limiter's policy, such as --policy 100/1m");
@@ -142,6 +153,20 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
   };
 }
 
+/** --redis (or REDIS_URL): a redis:// or rediss:// URL, never echoed (it may hold a password). */
+function redisUrlOf(redisUrl: string | undefined): string {
+  if (redisUrl === undefined || redisUrl === '') throw new UsageError('--redis URL (or REDIS_URL) is required');
+  let protocol: string;
+  try {
+    protocol = new URL(redisUrl).protocol;
+  } catch {
+    throw new UsageError('--redis must be a URL such as redis://127.0.0.1:6379');
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new UsageError(`--redis must be a redis:// or rediss:// URL, got a ${protocol} URL`);
+  return redisUrl;
+}
+
 function parse(argv: readonly string[]) {
   return parseArgs({
     args: [...argv],
@@ -156,6 +181,9 @@ function parse(argv: readonly string[]) {
       cluster: { type: 'boolean' },
       ip: { type: 'boolean' },
       timeout: { type: 'string' },
+      ttl: { type: 'string' },
+      reason: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },

@@ -1,6 +1,7 @@
-import { createLimiter, type Decision, type Limiter, redisStore, SluiceError } from '@sluice/core';
+import { createLimiter, type Decision, type Limiter, type Rule, type Rules, redisStore, SluiceError } from '@sluice/core';
 import { Cluster, Redis } from 'ioredis';
 import { type Command, parseCommand, USAGE, UsageError } from './args.js';
+import { openRules, runRules } from './rules-command.js';
 import { cliVersion } from './version.cjs';
 
 /** Where main() writes. */
@@ -51,7 +52,8 @@ function where(command: { redisUrl: string; cluster: boolean }): string {
 }
 
 /** A command that goes to the store. */
-type StoreCommand = Extract<Command, { command: 'inspect' | 'reset' }>;
+type StoreCommand = Extract<Command, { command: 'inspect' | 'reset' | 'rules' }>;
+type LimiterCommand = Extract<Command, { command: 'inspect' | 'reset' }>;
 
 /** What the client and the limiter told while the command ran, for its message. */
 interface Seen {
@@ -98,9 +100,9 @@ async function onStore(command: StoreCommand, output: Output): Promise<number> {
   client.on('error', (error: Error) => {
     seen.connectionError ??= error;
   });
-  let limiter: Limiter;
+  let limiter: Limiter | undefined;
   try {
-    limiter = openLimiter(command, client, seen);
+    if (command.command !== 'rules') limiter = openLimiter(command, client, seen);
   } catch (error) {
     client.disconnect();
     // A bad --policy or --prefix: the core's message names the option and what is allowed.
@@ -131,12 +133,13 @@ async function onStore(command: StoreCommand, output: Output): Promise<number> {
     // Disconnecting fails whatever is still waiting on the client (the connect, a command), so that nothing
     // holds the process open: the deadline is the command's whole run.
     client.disconnect();
-    await limiter.close();
+    await limiter?.close();
   }
 }
 
-function openLimiter(command: StoreCommand, client: Redis | Cluster, seen: Seen): Limiter {
+function openLimiter(command: LimiterCommand, client: Redis | Cluster, seen: Seen, rules?: Rules): Limiter {
   return createLimiter({
+    ...(rules === undefined ? {} : { rules }),
     policy: command.policies,
     prefix: command.prefix,
     shards: command.shards,
@@ -154,24 +157,56 @@ function openLimiter(command: StoreCommand, client: Redis | Cluster, seen: Seen)
 async function run(
   command: StoreCommand,
   client: Redis | Cluster,
-  limiter: Limiter,
+  limiter: Limiter | undefined,
   seen: Seen,
   write: (to: 'out' | 'err', text: string) => void,
 ): Promise<number> {
   try {
     await client.connect();
-    if (command.command === 'reset') {
+    if (command.command === 'rules') {
+      const rules = openRules(client, command.prefix);
+      try {
+        await runRules(command, rules, write);
+      } finally {
+        await rules.close();
+      }
+    } else if (limiter === undefined) {
+      throw new Error('no limiter');
+    } else if (command.command === 'reset') {
       await limiter.reset(command.client, { scope: command.scope });
       const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
       write('out', `reset ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope})\n`);
     } else {
-      const decision = await limiter.peek(command.client, { scope: command.scope });
-      if (decision.source !== 'store') throw seen.storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
-      write('out', `${JSON.stringify(decision, null, 2)}\n`);
-      if (untouched(decision)) write('err', `sluice: ${noCounter(command)}\n`);
+      // The rules in force, as the app's limiters hold them: a deny or allow answers the peek, an override
+      // names its policy (and is shown as the decision's `rule`).
+      let loaded: () => void = () => {};
+      const ready = new Promise<void>((resolve) => {
+        loaded = resolve;
+      });
+      const rules = openRules(client, command.prefix, (event) => {
+        if (event.type === 'rule-change' || event.type === 'rule-error') loaded();
+      });
+      try {
+        await ready;
+        const ruled = openLimiter(command, client, seen, rules);
+        const decision = await ruled.peek(command.client, { scope: command.scope });
+        await ruled.close();
+        if (decision.source !== 'store' && decision.source !== 'rule')
+          throw seen.storeError ?? new StoreFailure(`no answer from the store (source ${decision.source})`);
+        const override = decision.source === 'store' ? await overrideOf(rules, command.client, command.scope) : undefined;
+        write('out', `${JSON.stringify(override === undefined ? decision : { ...decision, rule: override }, null, 2)}\n`);
+        if (decision.source === 'store' && override === undefined && untouched(decision)) write('err', `sluice: ${noCounter(command)}\n`);
+      } finally {
+        await rules.close();
+      }
     }
     return 0;
   } catch (error) {
+    // A bad pattern, policy or --ttl of a rules command: the core's message names it.
+    if (error instanceof SluiceError && error.code === 'ERR_SLUICE_OPTION') {
+      write('err', `sluice: ${error.message.split('\n')[0]} (see sluice --help)\n`);
+      return 2;
+    }
     // ioredis' messages name the host and port, never the URL's password.
     let cause = (error as Error).message;
     if (client.status !== 'ready') {
@@ -186,6 +221,15 @@ async function run(
   }
 }
 
+/** The override rule for KEY in SCOPE, exactly as written (an override by address range is not looked up). */
+async function overrideOf(rules: Rules, key: string, scope: string | undefined): Promise<Rule | undefined> {
+  let found: Rule | undefined;
+  for await (const rule of rules.list({ kind: 'override' })) {
+    if (rule.pattern === key && (rule.scope === scope || (found === undefined && rule.scope === undefined))) found = rule;
+  }
+  return found;
+}
+
 /**
  * True when a peek found no counter: every policy full, as a key never charged (or long idle) is. A mistyped
  * key, --scope, --prefix or --policy finds none, and the JSON alone would read as a client with all its quota.
@@ -195,7 +239,7 @@ function untouched(decision: Decision): boolean {
   return decision.policies.every((p) => p.remaining >= p.limit && (p.resetMs === 0 || p.remaining === p.limit));
 }
 
-function noCounter(command: StoreCommand): string {
+function noCounter(command: LimiterCommand): string {
   const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;
   return (
     `no counter found for ${JSON.stringify(command.client)} (prefix ${JSON.stringify(command.prefix)}${scope}): showing a full bucket. ` +

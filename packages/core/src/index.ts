@@ -1,5 +1,6 @@
 // The public contract of @sluice/core (shared/DESIGN.md). What only the adapters need is on the
 // subpath @sluice/core/adapter.
+export type { BanOptions } from './ban.js';
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js';
 export type { Duration } from './duration.js';
 export { SluiceError } from './errors.js';
@@ -15,4 +16,6 @@ export type { RedisStoreOptions } from './redis-store.js';
 export { redisStore } from './redis-store.js';
 export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './shedder.js';
 export { createShedder } from './shedder.js';
-export type { Policy, PolicyState, Store, StoreReply, StoreRequest } from './store.js';
+export type { Rule, RuleKind, RuleOptions, Rules, RulesOptions } from './rules.js';
+export { createRules } from './rules.js';
+export type { Policy, PolicyState, RuleSnapshot, RuleStore, Store, StoreReply, StoreRequest } from './store.js';
