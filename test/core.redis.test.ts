@@ -22,6 +22,12 @@ describe('@sluice/core on a real Redis', () => {
       // Whole costs, and fractional ones (used as whole numbers when a sliding-log policy is in play).
       fc.record({ kind: fc.constant('consume' as const), cost: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.5, 1.5, 2.25)) }),
       fc.record({ kind: fc.constant('peek' as const) }),
+      // limiter.wait's reservation (issue 28): a place in line, within maxWait or not at all.
+      fc.record({
+        kind: fc.constant('reserve' as const),
+        cost: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.5, 1.5)),
+        maxWaitMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 120_000 }), fc.constantFrom(0.001, 2.5)),
+      }),
       fc.record({
         kind: fc.constant('step' as const),
         ms: fc.oneof(fc.integer({ min: 0, max: 120_000 }), fc.integer({ min: 0, max: 20 })),

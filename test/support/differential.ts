@@ -17,6 +17,8 @@ import {
   type Store,
   type StoreReply,
 } from '@sluice/core';
+import { keyTag, requestKeys } from '../../packages/core/src/keys';
+import { type Policy, parsePolicy } from '../../packages/core/src/policy';
 import { uniquePrefix } from './redis';
 
 /** One operation of a generated sequence, on one key. */
@@ -27,7 +29,12 @@ export type Op =
   /** Gives back the oldest decision still holding slots (if any), then peeks. */
   | { kind: 'release' }
   /** Moves the clock by `ms`. */
-  | { kind: 'step'; ms: number };
+  | { kind: 'step'; ms: number }
+  /**
+   * A reservation (limiter.wait's store call, issue 28), asked of both stores as it is: compared, and
+   * skipped where wait() would not send one (a policy that cannot reserve, a cost past the capacity).
+   */
+  | { kind: 'reserve'; cost: number; maxWaitMs: number };
 
 export interface DifferentialOptions {
   client: Parameters<typeof redisStore>[0]['client'];
@@ -37,6 +44,8 @@ export interface DifferentialOptions {
 }
 
 export interface Differential extends Pick<Limiter, 'consume' | 'peek' | 'adjust'> {
+  /** A reservation of `cost` within `maxWaitMs` on `key`, asked of both stores; Redis's reply, or undefined when skipped. */
+  reserve(key: string, cost: number, maxWaitMs: number): Promise<StoreReply | undefined>;
   /** The test clock both stores read, in ms: set it, or move it with step(). */
   now: number;
   step(ms: number): void;
@@ -98,15 +107,19 @@ export function differential(o: DifferentialOptions): Differential {
     recorded(s, (reply) => {
       replies[i] = reply;
     });
+  const stores: [Store, Store] = [store(redisStore({ client: o.client, clock }), 0), store(memoryStore({ clock }), 1)];
+  const policies: Policy[] = o.policy === undefined ? [] : (Array.isArray(o.policy) ? o.policy : [o.policy]).map((p) => parsePolicy(p));
+  const reservable = policies.length > 0 && policies.every((p) => p.algorithm === 'token-bucket' || p.algorithm === 'sliding-window');
+  const capacity = Math.min(...policies.map((p) => (p.algorithm === 'token-bucket' ? p.burst : p.limit)));
   const limiters: [Limiter, Limiter] = [
     createLimiter({
       policy: o.policy,
-      store: store(redisStore({ client: o.client, clock }), 0),
+      store: stores[0],
       prefix,
       denyCache: false,
       timeout: 5000,
     }),
-    createLimiter({ policy: o.policy, store: store(memoryStore({ clock }), 1), prefix }),
+    createLimiter({ policy: o.policy, store: stores[1], prefix }),
   ];
 
   /**
@@ -155,6 +168,13 @@ export function differential(o: DifferentialOptions): Differential {
     consume: (key, options) => both(...sides((l) => l.consume(key, options))),
     peek: (key, options) => both(...sides((l) => l.peek(key, options))),
     adjust: (key, delta, options) => both(...sides((l) => l.adjust(key, delta, options))),
+    async reserve(key, cost, maxWaitMs) {
+      if (!reservable || cost > capacity) return undefined;
+      const request = { keys: requestKeys(prefix, keyTag(key), policies), policies, cost, peek: false, maxWaitMs };
+      const [a, b] = await Promise.all(stores.map((s) => s.decide(request)));
+      expect(b).toEqual(a);
+      return a;
+    },
     async run(ops, { key = 'k', refusals = [] } = {}) {
       const held: Decision[] = [];
       for (const op of ops) {
@@ -162,6 +182,7 @@ export function differential(o: DifferentialOptions): Differential {
           if (op.kind === 'step') d.step(op.ms);
           else if (op.kind === 'peek') await d.peek(key);
           else if (op.kind === 'adjust') await d.adjust(key, op.delta);
+          else if (op.kind === 'reserve') await d.reserve(key, op.cost, op.maxWaitMs);
           else if (op.kind === 'release') {
             await held.shift()?.release?.();
             await d.peek(key);

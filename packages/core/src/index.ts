@@ -11,6 +11,8 @@ export type { CallOptions, ConsumeOptions, FailMode, Limiter, LimiterEvent, Limi
 export { createLimiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { memoryStore } from './memory-store.js';
+export type { RateLimitedFetchOptions } from './rate-limited-fetch.js';
+export { rateLimitedFetch } from './rate-limited-fetch.js';
 export type { Algorithm, CalendarPeriod, PolicyInput, WindowStart } from './policy.js';
 export type { RedisStoreOptions } from './redis-store.js';
 export { redisStore } from './redis-store.js';
@@ -18,4 +20,8 @@ export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './
 export { createShedder } from './shedder.js';
 export type { Rule, RuleKind, RuleOptions, Rules, RulesOptions } from './rules.js';
 export { createRules } from './rules.js';
+export type { ThrottleOptions } from './throttle.js';
+export { throttle } from './throttle.js';
+export type { WaitOptions } from './wait.js';
+export { WaitError } from './wait.js';
 export type { Policy, PolicyState, RuleSnapshot, RuleStore, Store, StoreReply, StoreRequest } from './store.js';

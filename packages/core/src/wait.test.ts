@@ -75,7 +75,10 @@ describe('limiter.wait on the memory store', () => {
 
   test('bad options throw ERR_SLUICE_OPTION naming them', async () => {
     const limiter = createLimiter({ policy: '1/s', store: memoryStore() });
-    await expect(limiter.wait('k', { maxWait: -1 })).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION', message: expect.stringContaining('maxWait') });
+    await expect(limiter.wait('k', { maxWait: -1 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_OPTION',
+      message: expect.stringContaining('maxWait'),
+    });
     await expect(limiter.wait('k', { signal: {} as AbortSignal })).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
     await limiter.close();
   });

@@ -96,7 +96,7 @@ export function createWait(o: {
   const { prefix, clock, storeCall, reportError, setOf, withoutStore, adjust } = o;
 
   /** One reservation: the store's reply and its Decision, or the fail mode's Decision (no reply). */
-  function reserve(attempt: Attempt, maxWaitMs: number): Promise<{ reply?: StoreReply; decision: Decision; sent: number }> {
+  function reserve(attempt: Attempt, maxWaitMs: number): Promise<{ reply?: StoreReply; decision: Decision }> {
     const { set } = attempt;
     const ps = set.policies;
     const request: StoreRequest = {
@@ -107,7 +107,6 @@ export function createWait(o: {
       maxWaitMs,
     };
     if (attempt.id !== undefined) request.idTtlMs = set.idTtlMs;
-    const sent = performance.now();
     return ask(
       storeCall,
       reportError,
@@ -117,9 +116,9 @@ export function createWait(o: {
       (reply) => {
         const decision = toDecision(ps, reply, 'store');
         if (reply.allowed) decision.adjust = adjust.of(attempt, 0, 'store');
-        return { reply, decision, sent };
+        return { reply, decision };
       },
-      () => withoutStore(attempt).then((decision) => ({ decision, sent })),
+      () => withoutStore(attempt).then((decision) => ({ decision })),
     );
   }
 
@@ -168,11 +167,12 @@ export function createWait(o: {
           ...(id === undefined ? {} : { id }),
         };
         const left = Math.max(0, deadline - performance.now());
-        const { reply, decision: d, sent } = await reserve(attempt, left);
+        const { reply, decision: d } = await reserve(attempt, left);
         if (reply !== undefined) {
           if (!reply.allowed) throw new WaitError(d.retryAfterMs, maxWaitMs);
-          // The store decided between sending and hearing back: its turn is counted from halfway.
-          const at = (sent + performance.now()) / 2 + (reply.waitMs ?? 0);
+          // The store decided before its reply came: counted from the reply, a turn is never early, and late by
+          // at most the round trip (counted from halfway, a first call's script load made turns 80 ms early).
+          const at = performance.now() + (reply.waitMs ?? 0);
           await turn(d, at, cost, signal);
           return done(d);
         }
