@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 const LENGTH = /\r\ncontent-length:\s*(\d+)/i;
+const START = /\r\nx-start:\s*([\d.]+)/i; // bench/overload.mjs --verbose: when the handler began
 
 /**
  * Sends `rate` requests/s for `seconds` to 127.0.0.1:`port` GET /, every `criticalEvery`-th with
@@ -44,10 +45,14 @@ export async function openLoop({ port, rate, seconds, criticalEvery = 0, connect
       const length = Number(LENGTH.exec(buffer.subarray(0, end).toString('latin1'))?.[1] ?? 0);
       if (buffer.length < end + 4 + length) return;
       const status = Number(buffer.subarray(9, 12).toString('latin1'));
+      const head = buffer.subarray(0, end).toString('latin1');
       buffer = buffer.subarray(end + 4 + length);
       const job = socket.job;
       socket.job = undefined;
-      record({ critical: job.critical, status, ms: performance.now() - job.due });
+      const start = START.exec(head)?.[1];
+      const r = { critical: job.critical, status, ms: performance.now() - job.due };
+      if (start !== undefined) Object.assign(r, { start: Number(start), dueEpoch: performance.timeOrigin + job.due });
+      record(r);
       next(socket);
     });
     const fail = () => {

@@ -11,6 +11,7 @@
 // Usage: pnpm build && node bench/overload.mjs [--seconds 2 --rounds 3 --frameworks express,fastify,koa]
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { loadavg, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { arg } from './args.mjs';
 import { openLoop } from './open-loop.mjs';
@@ -21,13 +22,27 @@ const require = createRequire(import.meta.url);
 const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 3));
 const FRAMEWORKS = arg('frameworks', 'express,fastify,koa').split(',');
-const LOADS = ['0.5', '1', '2', '4'];
+const LOADS = arg('loads', '0.5,1,2,4').split(',');
+const VERBOSE = process.argv.includes('--verbose');
+// sluice's shed() options, as JSON (default: its defaults), e.g. --shed '{"reserve":{"critical":0.5}}'
+const SHED = arg('shed', '{}');
+// --nice -5: both sides at a higher priority than the other work on a shared machine (root only); default 0.
+const NICE = Number(arg('nice', 0));
+if (NICE !== 0) setPriority(NICE);
 const GOOD_MS = 250;
 const DRAIN_MS = 1000;
-const CONTENDERS = { express: ['none', 'sluice'], fastify: ['none', 'under-pressure', 'sluice'], koa: ['none', 'sluice'] };
+const ONLY = arg('contenders');
+const CONTENDERS_ALL = { express: ['none', 'sluice'], fastify: ['none', 'under-pressure', 'sluice'], koa: ['none', 'sluice'] };
+const CONTENDERS = Object.fromEntries(
+  Object.entries(CONTENDERS_ALL).map(([f, cs]) => [f, ONLY === undefined ? cs : cs.filter((c) => ONLY.split(',').includes(c))]),
+);
 
 // ---------------------------------------------------------------- the server (a child process)
 
+// --verbose: each 2xx says when its handler began (x-start, ms since the epoch on the shared clock), so that
+// the time a request waited before its handler ran (in the kernel, behind the other requests of its turn)
+// shows apart from the handler's own.
+const stamp = (set) => VERBOSE && set('x-start', (performance.timeOrigin + performance.now()).toFixed(3));
 function burn(ms) {
   const end = performance.now() + ms;
   while (performance.now() < end) {
@@ -37,35 +52,70 @@ function burn(ms) {
 }
 const priority = (header) => (header === 'critical' ? 'critical' : 'normal');
 
-async function serve(framework, contender) {
+async function serve(framework, contender, shedOptions) {
   let server;
   if (framework === 'fastify') {
     const app = (await import('fastify')).default();
     if (contender === 'sluice')
-      await app.register((await import('@sluice/fastify')).shed, { priority: (r) => priority(r.headers['x-priority']) });
+      await app.register((await import('@sluice/fastify')).shed, { ...shedOptions, priority: (r) => priority(r.headers['x-priority']) });
     if (contender === 'under-pressure') {
       await app.register((await import('@fastify/under-pressure')).default, { maxEventLoopDelay: 100, sampleInterval: 100 });
     }
-    app.get('/', async () => burn(2));
+    app.get('/', async (_req, reply) => {
+      stamp((k, v) => reply.header(k, v));
+      return burn(2);
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     server = app.server;
   } else if (framework === 'express') {
     const app = (await import('express')).default();
-    if (contender === 'sluice') app.use((await import('@sluice/express')).shed({ priority: (req) => priority(req.headers['x-priority']) }));
-    app.get('/', (_req, res) => res.json(burn(2)));
+    if (contender === 'sluice')
+      app.use((await import('@sluice/express')).shed({ ...shedOptions, priority: (req) => priority(req.headers['x-priority']) }));
+    app.get('/', (_req, res) => {
+      stamp((k, v) => res.set(k, v));
+      res.json(burn(2));
+    });
     server = await new Promise((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
   } else {
     const app = new (await import('koa')).default();
-    if (contender === 'sluice') app.use((await import('@sluice/koa')).shed({ priority: (ctx) => priority(ctx.get('x-priority')) }));
+    if (contender === 'sluice')
+      app.use((await import('@sluice/koa')).shed({ ...shedOptions, priority: (ctx) => priority(ctx.get('x-priority')) }));
     app.use((ctx) => {
+      stamp((k, v) => ctx.set(k, v));
       ctx.body = burn(2);
     });
     server = await new Promise((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
   }
+  // What the load cost this side, and what the shedder did: asked for by the load process around each run.
+  const trace = { limits: [], shed: 0 };
+  (await import('node:diagnostics_channel')).subscribe('sluice:event', (e) => {
+    if (e.type === 'concurrency') trace.limits.push(e.limit);
+    else if (e.type === 'shed') trace.shed++;
+  });
+  let cpu = process.cpuUsage();
+  let elu = performance.eventLoopUtilization();
+  let t = performance.now();
+  process.on('message', (m) => {
+    if (m === 'mark') {
+      cpu = process.cpuUsage();
+      elu = performance.eventLoopUtilization();
+      t = performance.now();
+      trace.limits = [];
+      trace.shed = 0;
+      return;
+    }
+    const used = process.cpuUsage(cpu);
+    const limits = [...trace.limits].sort((a, b) => a - b);
+    process.send({
+      cpu: (used.user + used.system) / 1000 / (performance.now() - t), // cores used by the server over the run
+      elu: performance.eventLoopUtilization(elu).utilization,
+      limit: limits.length === 0 ? undefined : { min: limits[0], median: limits[limits.length >> 1], max: limits.at(-1) },
+    });
+  });
   process.send({ port: server.address().port });
   process.on('disconnect', () => process.exit(0));
 }
@@ -73,9 +123,16 @@ async function serve(framework, contender) {
 // ---------------------------------------------------------------- the load (this process)
 
 function start(framework, contender) {
-  const child = fork(new URL(import.meta.url), ['--serve', framework, contender], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(new URL(import.meta.url), ['--serve', framework, contender, SHED, ...(VERBOSE ? ['--verbose'] : [])], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
-    child.once('message', ({ port }) => resolve({ port, stop: () => child.kill('SIGKILL') }));
+    const ask = (m) =>
+      new Promise((answer) => {
+        child.once('message', answer);
+        child.send(m);
+      });
+    child.once('message', ({ port }) => resolve({ port, ask, mark: () => child.send('mark'), stop: () => child.kill('SIGKILL') }));
     child.once('exit', (code) => reject(new Error(`${framework}/${contender} server exited with ${code}`)));
   });
 }
@@ -94,7 +151,14 @@ function summarize(results, seconds) {
     shed: results.filter((r) => r.status === 503).length / results.length,
     lost: results.filter((r) => r.status === 0).length / results.length,
     critical: critical.length === 0 ? undefined : critical.filter(good).length / critical.length,
+    ...(ok[0]?.start === undefined ? {} : waited(ok)),
   };
+}
+
+/** p50/p99 of the time 2xx requests waited from when they were due to their handler's start (--verbose). */
+function waited(ok) {
+  const w = ok.map((r) => r.start - r.dueEpoch).sort((a, b) => a - b);
+  return { waitP50: percentile(w, 0.5), waitP99: percentile(w, 0.99) };
 }
 
 async function capacity(framework) {
@@ -110,59 +174,80 @@ async function capacity(framework) {
 async function measure(framework, contender, rate, criticalEvery) {
   const server = await start(framework, contender);
   await openLoop({ port: server.port, rate: 100, seconds: 0.3 }); // warm-up, well below capacity
+  server.mark();
+  const cpu = process.cpuUsage();
+  const t = performance.now();
   const results = await openLoop({ port: server.port, rate, seconds: SECONDS, criticalEvery, drainMs: DRAIN_MS });
+  const used = process.cpuUsage(cpu);
+  const clientCpu = (used.user + used.system) / 1000 / (performance.now() - t);
+  const side = await server.ask('stats');
   server.stop();
-  return summarize(results, SECONDS);
+  return { ...summarize(results, SECONDS), serverCpu: side.cpu, clientCpu, elu: side.elu, limit: side.limit };
 }
 
 const fmt = (s, digits = 0) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
 const pct = (s) => `${(s.median * 100).toFixed(1)}% (${(s.min * 100).toFixed(1)}–${(s.max * 100).toFixed(1)})`;
 
 async function main() {
-  const figures = { seconds: SECONDS, rounds: ROUNDS, goodMs: GOOD_MS, frameworks: {} };
+  const figures = { seconds: SECONDS, rounds: ROUNDS, goodMs: GOOD_MS, nice: NICE, shedOptions: JSON.parse(SHED), frameworks: {} };
   const began = performance.now();
+  const loads = [...LOADS, 'critical'];
   for (const framework of FRAMEWORKS) {
-    const cap = await capacity(framework);
-    console.log(`\n${framework}: capacity ${cap.toFixed(0)} req/s (2 ms handler, 16 closed-loop connections)`);
     const runs = {}; // contender -> load label -> [summary per round]
+    const caps = [];
     for (let round = 0; round < ROUNDS; round++) {
-      for (const contender of CONTENDERS[framework]) {
-        runs[contender] ??= {};
-        for (const load of [...LOADS, 'critical']) {
-          const rate = cap * (load === 'critical' ? 4 : Number(load));
+      // Capacity again each round (the machine is shared: what the server gets of a core moves), then each load
+      // with the contenders in turn, so that the contenders of one load meet the same conditions.
+      const cap = await capacity(framework);
+      caps.push(cap);
+      if (VERBOSE) console.log(`${framework} round ${round + 1}: capacity ${cap.toFixed(0)} req/s, load ${loadavg()[0].toFixed(2)}`);
+      for (const load of loads) {
+        const rate = cap * (load === 'critical' ? 4 : Number(load));
+        for (const contender of CONTENDERS[framework]) {
           const summary = await measure(framework, contender, rate, load === 'critical' ? 5 : 0);
+          runs[contender] ??= {};
           runs[contender][load] ??= [];
           runs[contender][load].push(summary);
+          if (VERBOSE)
+            console.log(
+              `  ${contender} ${load}: ${JSON.stringify(summary, (_k, v) => (typeof v === 'number' ? Number(v.toFixed(3)) : v))}`,
+            );
         }
       }
     }
-    figures.frameworks[framework] = { capacity: cap, contenders: {} };
-    console.log('| contender | load | goodput req/s | p50 ms | p99 ms | shed | lost |');
-    console.log('|---|---|---|---|---|---|---|');
+    const capS = stats(caps);
+    figures.frameworks[framework] = { capacity: capS.median, capacities: caps, contenders: {} };
+    console.log(`\n${framework}: capacity ${fmt(capS)} req/s per round (2 ms handler, 16 closed-loop connections)`);
+    console.log('| contender | load | goodput req/s | / own 1x | / none | p50 ms | p99 ms | shed | lost | server, client CPU |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const [contender, byLoad] of Object.entries(runs)) {
       const out = {};
       figures.frameworks[framework].contenders[contender] = out;
-      for (const load of [...LOADS, 'critical']) {
+      for (const load of loads) {
         const rs = byLoad[load];
-        const s = Object.fromEntries(
-          ['goodput', 'p50', 'p99', 'shed', 'lost', 'critical'].map((k) => [k, stats(rs.map((r) => r[k] ?? 0))]),
-        );
+        // Ratios within a round: to the contender's own goodput at 1x, and to the unprotected server's at this load.
+        const own = rs.map((r, i) => r.goodput / (byLoad[1]?.[i]?.goodput ?? Number.NaN));
+        const none = rs.map((r, i) => r.goodput / (runs.none?.[load]?.[i]?.goodput ?? Number.NaN));
+        const keys = ['goodput', 'p50', 'p99', 'shed', 'lost', 'critical', 'serverCpu', 'clientCpu', 'waitP99'];
+        const s = Object.fromEntries(keys.map((k) => [k, stats(rs.map((r) => r[k] ?? 0))]));
+        s.ownRatio = stats(own);
+        s.noneRatio = stats(none);
         out[load] = s;
         const label = load === 'critical' ? '4x, 20% critical' : `${load}x`;
         const crit = load === 'critical' ? `; critical 2xx in ${GOOD_MS} ms: ${pct(s.critical)}` : '';
         console.log(
-          `| ${contender} | ${label} | ${fmt(s.goodput)} | ${fmt(s.p50, 1)} | ${fmt(s.p99, 1)} | ${pct(s.shed)} | ${pct(s.lost)}${crit} |`,
+          `| ${contender} | ${label} | ${fmt(s.goodput)} | ${fmt(s.ownRatio, 2)} | ${fmt(s.noneRatio, 2)} | ${fmt(s.p50, 1)} | ${fmt(s.p99, 1)} | ${pct(s.shed)} | ${pct(s.lost)}${crit} | ${s.serverCpu.median.toFixed(2)}, ${s.clientCpu.median.toFixed(2)} |`,
         );
       }
-      const at1 = out[1].goodput.median;
-      console.log(
-        `| ${contender} | goodput at 2x / 1x, 4x / 1x | ${(out[2].goodput.median / at1).toFixed(2)}, ${(out[4].goodput.median / at1).toFixed(2)} |`,
-      );
     }
   }
-  console.log(`\n(${((performance.now() - began) / 1000).toFixed(0)} s; median (min–max) over ${ROUNDS} rounds of ${SECONDS} s)`);
+  console.log(
+    `\n(${((performance.now() - began) / 1000).toFixed(0)} s; median (min–max) over ${ROUNDS} rounds of ${SECONDS} s; load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')})`,
+  );
   writeResults('overload', figures);
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4]);
+if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], JSON.parse(process.argv[5]));
 else await main();

@@ -138,6 +138,22 @@ describe.each<Framework>(['express', 'fastify', 'koa'])('shed() in %s', (framewo
     brief.close();
   });
 
+  test('with maxWait, a critical request arriving at a full waiting room takes the place of the last normal one', async () => {
+    // The room holds `limit` (1) requests; without the swap the critical one would be shed at once.
+    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s' });
+    app = await start(framework, shedder);
+    const first = fetch(`${app.url}/slow`);
+    await app.entered;
+    const normal = fetch(`${app.url}/fast`);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // it waits in the room
+    const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
+    expect((await normal).status).toBe(503); // shed now, not after 10 s
+    app.open();
+    expect((await first).status).toBe(200);
+    expect((await critical).status).toBe(200);
+    shedder.close();
+  });
+
   test('gives the slot back when the client leaves mid-request (a real socket destroyed)', async () => {
     const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
     app = await start(framework, shedder);

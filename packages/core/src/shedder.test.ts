@@ -88,6 +88,34 @@ describe('createShedder', () => {
     expect(shedder.limit).toBeGreaterThan(low + 10);
   });
 
+  test("a request's latency counts from the start of its turn: requests run one after another in a turn raise it", async () => {
+    const { shedder, state } = controlled({ limit: { initial: 20 } });
+    /** One turn of the event loop that reads `n` requests and runs each for `ms`, one after another (sync handlers). */
+    const serialTurn = async (n: number, ms: number) => {
+      for (let i = 0; i < n; i++) {
+        const permit = shedder.acquire();
+        state.now += ms;
+        permit?.release();
+      }
+      await turn();
+    };
+    /** A window of 100 ms holding five such turns. */
+    const window = async (n: number, ms: number) => {
+      const start = state.now;
+      for (let i = 0; i < 5; i++) await serialTurn(n, ms);
+      state.now = start + 100;
+    };
+    for (let i = 0; i < 5; i++) await window(1, 2); // one request a turn: the floor is its own 2 ms
+    expect(shedder.limit).toBe(20);
+    // Thirty a turn, 2 ms each: each one's own time is still 2 ms, but the 20th waited 38 ms behind the others.
+    for (let i = 0; i < 10; i++) await window(30, 2);
+    const low = shedder.limit;
+    expect(low).toBeLessThan(10);
+    // Short work again, with demand above the limit: it grows back.
+    for (let i = 0; i < 30; i++) await window(shedder.limit + 1, 0.1);
+    expect(shedder.limit).toBeGreaterThan(low + 5);
+  });
+
   test('does not grow while less than half the limit is used and nothing is shed (app-limited)', async () => {
     const { shedder, state } = controlled({ limit: { initial: 20 } });
     for (let i = 0; i < 20; i++) {

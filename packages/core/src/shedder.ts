@@ -33,7 +33,7 @@ export interface ShedderOptions {
   limit?: { initial?: number; min?: number; max?: number };
   /** Event-loop delay (max over the last window) above which the limit falls. Default '100ms'. */
   targetDelay?: Duration;
-  /** Fractions of the limit only higher classes may use: the top `critical` share, then `normal`. Default { critical: 0.1, normal: 0.1 }. */
+  /** Fractions of the limit only higher classes may use: the top `critical` share, then `normal`. Default { critical: 0.5, normal: 0.1 }. */
   reserve?: { critical?: number; normal?: number };
   /** How long an adapter lets a request wait for a slot before shedding it. Default 0. */
   maxWait?: Duration;
@@ -75,7 +75,7 @@ const LIMIT = {
   max: spec(count('limit.max'), 1000),
 };
 const RESERVE = {
-  critical: spec(fraction('reserve.critical'), 0.1),
+  critical: spec(fraction('reserve.critical'), 0.5),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
 /** createShedder's options, each default once (ShedderOptions' doc comments end with the same). */
@@ -124,7 +124,7 @@ function loopDelayReader(): { read: () => number; close: () => void } {
  * loop's delay (its max over the window) is the second signal: above `targetDelay` the limit falls at once by
  * targetDelay / delay (at most by half). A slot is given back at the end of the event loop's turn, so the
  * requests handled synchronously in one turn count as concurrent: in Node they wait for each other.
- * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.1, normal: 0.1 }, maxWait 0.
+ * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.5, normal: 0.1 }, maxWait 0.
  * @example
  * const shedder = createShedder({ reserve: { critical: 0.2 } });
  * const permit = shedder.acquire('critical'); // undefined: answer 503
@@ -141,6 +141,12 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const freed = new Set<() => void>();
   let inFlight = 0;
   let pending = 0;
+  // Node runs the requests one turn of the event loop read one after another: a request's latency counts from
+  // the turn's first acquire, so that the wait behind those before it (Node's own queue) is in its sample.
+  let turnStart = -1;
+  const turnEnded = () => {
+    turnStart = -1;
+  };
   const tick = (now: number) => {
     if (rule.adapt(now, inFlight) && events.hasSubscribers) events.publish(rule.event(inFlight));
   };
@@ -158,6 +164,10 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
       if (!PRIORITIES.includes(priority))
         throw new SluiceError('ERR_SLUICE_PRIORITY', "priority must be 'critical', 'normal' or 'sheddable'");
       const now = clock();
+      if (turnStart < 0) {
+        turnStart = now;
+        setImmediate(turnEnded);
+      }
       tick(now);
       if (inFlight >= ceiling(priority)) {
         rule.shed = true;
@@ -165,12 +175,13 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
         return undefined;
       }
       if (++inFlight > rule.peak) rule.peak = inFlight;
+      const start = turnStart;
       let held = true;
       return {
         release() {
           if (!held) return;
           held = false;
-          rule.sample(clock() - now); // the request's own latency, as Gradient2 measures it
+          rule.sample(clock() - start); // the request's latency (Gradient2's rtt), from the start of its turn
           if (pending++ === 0) setImmediate(endOfTurn);
         },
       };
@@ -229,7 +240,10 @@ class AdaptiveLimit {
       // Gradient2: an app-limited service (less than half the limit used, nothing refused) does not grow.
       if (gradient < 1 || this.shed || this.peak >= this.estimate / 2) {
         const next = this.estimate * gradient + QUEUE_SIZE;
-        this.estimate = Math.max(min, Math.min(max, this.estimate * (1 - SMOOTHING) + next * SMOOTHING));
+        // Smoothed on the way up only: Gradient2 smooths every sample, but here a window of 100 ms holds tens of
+        // them, and a flood must not run a second at a latency the rule already knows is too high.
+        const smoothed = next < this.estimate ? next : this.estimate * (1 - SMOOTHING) + next * SMOOTHING;
+        this.estimate = Math.max(min, Math.min(max, smoothed));
       }
     } else if (now - this.windowStart < 10 * WINDOW_MS) return false;
     this.previous = this.limit;

@@ -68,9 +68,10 @@ function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
 
 /**
  * The requests waiting for a slot (maxWait), in order of class, then of arrival: the first that does not
- * fit means none behind it does. `wait` resolves true once the request holds a slot, false past maxWait.
+ * fit means none behind it does. At most `limit` wait; when full, a request of a higher class than the last
+ * takes its place (the last is shed now). `wait` resolves true once the request holds a slot, false past maxWait.
  */
-function waitingRoom(shedder: Shedder): { readonly length: number; wait(p: Priority, raw: ShedRawResponse): Promise<boolean> } {
+function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: Priority, raw: ShedRawResponse): Promise<boolean> } {
   const { freed, fits } = shedderInternals(shedder);
   const waiters: Waiter[] = [];
   if (shedder.maxWaitMs > 0) {
@@ -101,8 +102,13 @@ function waitingRoom(shedder: Shedder): { readonly length: number; wait(p: Prior
       waiters.splice(at < 0 ? waiters.length : at, 0, waiter);
     });
   return {
-    get length() {
-      return waiters.length;
+    /** Whether a request of class `p` may wait: the room holds fewer than `limit`, or `p` outranks its last (who is shed). */
+    enter(p: Priority): boolean {
+      if (waiters.length < shedder.limit) return true;
+      const last = waiters.at(-1);
+      if (last === undefined || RANK[last.priority] <= RANK[p]) return false;
+      waiters.pop()?.done(undefined);
+      return true;
     },
     wait,
   };
@@ -110,7 +116,8 @@ function waitingRoom(shedder: Shedder): { readonly length: number; wait(p: Prior
 
 /**
  * The shared half of every adapter's shed(): resolves options once (bad ones throw here, by name), then
- * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first.
+ * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first
+ * (a higher class arriving at a full room displaces the lowest class's latest).
  * @example const gate = shedGate<Request>({ priority: (req) => (req.path === '/health' ? 'critical' : 'normal') })
  */
 export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
@@ -139,7 +146,7 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
         holdUntilEnd(permit, raw);
         return true;
       }
-      if (shedder.maxWaitMs === 0 || queue.length >= shedder.limit || raw.destroyed) return false;
+      if (shedder.maxWaitMs === 0 || raw.destroyed || !queue.enter(p)) return false;
       return queue.wait(p, raw);
     },
   };
