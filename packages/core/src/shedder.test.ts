@@ -89,7 +89,7 @@ describe('createShedder', () => {
   });
 
   test("a request's latency counts from the start of its turn: requests run one after another in a turn raise it", async () => {
-    const { shedder, state } = controlled({ limit: { initial: 20 } });
+    const { shedder, state } = controlled({ limit: { initial: 20 }, reserve: { critical: 0, normal: 0 } });
     /** One turn of the event loop that reads `n` requests and runs each for `ms`, one after another (sync handlers). */
     const serialTurn = async (n: number, ms: number) => {
       for (let i = 0; i < n; i++) {
