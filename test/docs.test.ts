@@ -61,7 +61,7 @@ function docFiles(): string[] {
 }
 
 /** The fenced blocks of one Markdown file, with the HTML comments right above each. */
-export function extractBlocks(file: string, text: string): Block[] {
+function extractBlocks(file: string, text: string): Block[] {
   const lines = text.split('\n');
   const blocks: Block[] = [];
   let comments: string[] = [];
@@ -303,6 +303,43 @@ describe('the documentation', () => {
         `${counts.typeChecked} type-checked, ${counts.parsed} JS fragments parsed, ${counts.shellChecked} sh checked, ` +
         `${counts.skipped} skipped (text, output, not run)\n`,
     );
+  });
+
+  it('reads the convention: names, fragments, blocks not run, fences in lists', () => {
+    const md = [
+      '<!-- name: app -->',
+      '```js',
+      'const app = 1;',
+      '```',
+      '',
+      '<!-- fragment of: docs/x.md#app -->',
+      '```ts',
+      'app;',
+      '```',
+      'Text between.',
+      '```js',
+      'plain();',
+      '```',
+      '<!-- not run: it needs a network -->',
+      '```js',
+      'away();',
+      '```',
+      '- a list item:',
+      '  ```sh',
+      '  pnpm test',
+      '  ```',
+    ].join('\n');
+    expect(extractBlocks('docs/x.md', md)).toEqual([
+      { file: 'docs/x.md', line: 2, lang: 'js', code: 'const app = 1;\n', name: 'app' },
+      { file: 'docs/x.md', line: 7, lang: 'ts', code: 'app;\n', fragmentOf: 'docs/x.md#app' },
+      { file: 'docs/x.md', line: 11, lang: 'js', code: 'plain();\n' },
+      { file: 'docs/x.md', line: 15, lang: 'js', code: 'away();\n', skip: 'it needs a network' },
+      { file: 'docs/x.md', line: 19, lang: 'sh', code: 'pnpm test\n' },
+    ]);
+    expect(checkShell({ file: 'x', line: 1, lang: 'sh', code: 'pnpm stat && node bench/nothing.mjs\n' }, { start: '' })).toEqual([
+      'pnpm stat: no such script in package.json',
+      'node bench/nothing.mjs: no such file',
+    ]);
   });
 
   it('finds blocks, and every fragment names a complete block that exists', () => {
