@@ -6,6 +6,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { PolicyInput } from '@sluice/core';
 import Redis from 'ioredis';
 import { differential } from './support/differential';
 import { type RedisServer, sleep, startRedis, uniquePrefix } from './support/redis';
@@ -270,7 +271,7 @@ describe('the reservation: the Lua script and the memory store alike (test/suppo
       { kind: 'reserve' as const, cost: 1, maxWaitMs: 0 },
       { kind: 'peek' as const },
     ];
-    for (const policy of [
+    const policies: (PolicyInput | PolicyInput[])[] = [
       { limit: 5, window: '1s' },
       { limit: 7, window: '2s', burst: 12.75 },
       { limit: 5, window: '1s', algorithm: 'sliding-window' as const },
