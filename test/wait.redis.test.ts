@@ -279,7 +279,8 @@ describe('the reservation: the Lua script and the memory store alike (test/suppo
         { limit: 5, window: '1s' },
         { limit: 20, window: '10s', algorithm: 'sliding-window' as const },
       ],
-    ]) {
+    ];
+    for (const policy of policies) {
       const d = differential({ client, policy });
       await d.run(ops);
       await d.close();
