@@ -92,7 +92,7 @@ export class RateLimitError extends Error {
 function makeHook(limit: Limit, url: string): onRequestHookHandler {
   const { onLimited } = limit.own;
   return async function sluiceRateLimit(request, reply) {
-    const verdict = await limit.check(request, routeScope(request.method, url), () => request.ip);
+    const verdict = await limit.check(request, routeScope(request.method, url), () => request.ip, undefined, reply.raw);
     if (verdict === undefined) return;
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
@@ -100,6 +100,8 @@ function makeHook(limit: Limit, url: string): onRequestHookHandler {
       limit.track(verdict, request, reply, reply.raw);
       return;
     }
+    // Under @fastify/rate-limit's spelling, its errorResponseBuilder's error, for the app's error handler.
+    if (limit.limitedError !== undefined) throw limit.limitedError(verdict, request);
     if (onLimited) {
       await onLimited(request, reply, verdict.decision);
       return reply;
@@ -116,7 +118,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
-  const own = { own: ROUTE_OPTIONS, peers: PEERS, forwarded: FORWARDED };
+  const own = { own: ROUTE_OPTIONS, peers: PEERS, forwarded: FORWARDED, peer: '@fastify/rate-limit' as const };
   const appLimit: Limit | undefined = global ? httpLimit(app, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
@@ -125,7 +127,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config === false || (config === undefined && appLimit === undefined)) return;
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
-    const limit: Limit = config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config), own);
+    const limit: Limit = config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config), { ...own, route: true });
     const handler = makeHook(limit, route.url);
     const existing = route[hook];
     route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];

@@ -18,7 +18,10 @@ export function mergeHttpOptions<T extends object>(app: T, route: Partial<T>): T
   const merged = ownCopy(app);
   const r = ownCopy(route);
   const given = (name: string) => r[name] !== undefined;
-  for (const group of GROUPS) if (group.some(given)) for (const n of group) delete merged[n];
+  // An app's policy in @fastify/rate-limit's spelling, and a route without one of ours: option by option (a
+  // route's max keeps the app's timeWindow), as @fastify/rate-limit merges.
+  const peerSpelled = (merged.max !== undefined || merged.timeWindow !== undefined) && r.policy === undefined && r.limiter === undefined;
+  if (!peerSpelled) for (const group of GROUPS) if (group.some(given)) for (const n of group) delete merged[n];
   if (given('limiter')) for (const n of LIMITER_OPTION_NAMES) delete merged[n];
   // A policy function is the request's, not the limiter's: a route may give one over an app's limiter.
   else if (

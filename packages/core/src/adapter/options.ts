@@ -7,7 +7,9 @@ import { CHECK_COST, createLimiter, type Limiter, type LimiterOptions } from '..
 import { LIMITER_OPTION_NAMES } from '../limiter-options.js';
 import { checkNames, isBoolean, isFunction, type OptionSpec, type OptionTable, ownCopy, type Resolved, resolve, spec } from '../options.js';
 import type { PolicyInput } from '../policy.js';
+import { type DelayOptions, isDelay } from './delay.js';
 import { EXPRESS_RATE_LIMIT_NAMES, expressRateLimit, isExpressRateLimit, type PeerRuntime, refuseOutsidePeer } from './peer-express.js';
+import { FASTIFY_RATE_LIMIT_NAMES, fastifyRateLimit, isFastifyRateLimit } from './peer-fastify.js';
 import { fromPeers, PEER_NAMES, type PeerSpelling, type PeerSpellings } from './peers.js';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -62,6 +64,12 @@ export interface HttpLimitOptions<Req, Res = undefined> extends Omit<Partial<Lim
   skipSuccessfulRequests?: boolean;
   /** express-rate-limit: whether a finished request succeeded, for the two skip options. Default: status below 400. */
   requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
+  /**
+   * Hold a limited request until its turn instead of answering 429 (limiter.wait), when its turn comes
+   * within `maxWait` and fewer than `maxQueued` (default 1000) are held by this middleware in this process;
+   * a client that leaves gives its place back. Default none: 429 at once.
+   */
+  delay?: DelayOptions;
 }
 
 /** Where an adapter's policy comes from, for types: `policy` or a shared `limiter` (a middleware without either does not type-check). */
@@ -119,6 +127,7 @@ export const ADAPTER_OPTIONS = {
   skipFailedRequests: spec(isBoolean, false),
   skipSuccessfulRequests: spec(isBoolean, false),
   requestWasSuccessful: spec<(req: unknown, res: unknown) => Awaitable<boolean>>(isFunction),
+  delay: spec(isDelay),
 } satisfies { [K in Exclude<keyof HttpLimitOptions<unknown>, keyof LimiterOptions>]-?: OptionSpec<unknown> };
 
 /** What an adapter adds to the kit: its own options' table (such as onLimited), and the peer spellings it takes. */
@@ -126,7 +135,9 @@ export interface AdapterOwn<Own extends OptionTable = OptionTable> {
   own?: Own;
   peers?: readonly PeerSpelling[];
   /** The peer whose options this adapter takes with their meaning, when they are given in its spelling. */
-  peer?: 'express-rate-limit';
+  peer?: 'express-rate-limit' | '@fastify/rate-limit';
+  /** The options are a route's own (Fastify's config.rateLimit), not an app's or a plugin's. */
+  route?: boolean;
 }
 
 /** An adapter's options, resolved: the kit's, the adapter's own, a request's policy function, and the limiter. */
@@ -146,7 +157,12 @@ export function resolveHttpOptions<Own extends OptionTable>(
 ): ResolvedHttpOptions<Own> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const table = adapter.own ?? ({} as Own);
-  const peerNames = adapter.peer === 'express-rate-limit' ? EXPRESS_RATE_LIMIT_NAMES : [];
+  const peerNames =
+    adapter.peer === 'express-rate-limit'
+      ? EXPRESS_RATE_LIMIT_NAMES
+      : adapter.peer === '@fastify/rate-limit'
+        ? FASTIFY_RATE_LIMIT_NAMES
+        : [];
   const known = [
     ...LIMITER_OPTION_NAMES,
     ...Object.keys(ADAPTER_OPTIONS),
@@ -156,8 +172,13 @@ export function resolveHttpOptions<Own extends OptionTable>(
   ];
   checkNames(options, known, 'a rate-limit option');
   const copy = ownCopy(options);
-  const peer = adapter.peer === 'express-rate-limit' && isExpressRateLimit(copy) ? expressRateLimit(copy) : undefined;
-  if (peer === undefined) refuseOutsidePeer(copy);
+  const peer =
+    adapter.peer === 'express-rate-limit' && isExpressRateLimit(copy)
+      ? expressRateLimit(copy)
+      : adapter.peer === '@fastify/rate-limit' && isFastifyRateLimit(copy)
+        ? fastifyRateLimit(copy, adapter.route === true)
+        : undefined;
+  if (peer === undefined) refuseOutsidePeer(copy, adapter.peer === '@fastify/rate-limit' ? FASTIFY_RATE_LIMIT_NAMES : []);
   const o = fromPeers(copy);
   const kit = resolve(ADAPTER_OPTIONS, o);
   const policyOf = typeof o.policy === 'function' ? (o.policy as PolicyOf<unknown>) : undefined;

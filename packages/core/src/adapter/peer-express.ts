@@ -22,6 +22,12 @@ export interface PeerRuntime {
   respond(decision: Decision, req: unknown, res: unknown): Promise<LimitedResponse>;
   /** False when the peer's own option turned the X-Forwarded-For warning off. */
   warnForwarded: boolean;
+  /** @fastify/rate-limit's allowList: true lets the request through uncounted. */
+  allow?(req: unknown, key: string): Awaitable<boolean>;
+  /** Called with every decision (@fastify/rate-limit's onExceeding and onExceeded). */
+  seen?(decision: Decision, req: unknown, key: string): void;
+  /** The error to throw for a limited request, when the peer answers by its framework's error handler. */
+  error?(decision: Decision, req: unknown, key: string): unknown;
 }
 
 /** express-rate-limit's option names, each taken with its meaning or refused naming ours. */
@@ -61,8 +67,13 @@ const OURS: Record<string, string> = {
   requestPropertyName: 'req.rateLimit',
 };
 
-/** Refuses express-rate-limit's own options beside a policy or limiter of ours, naming ours. */
-export function refuseOutsidePeer(o: Options): void {
+/** Refuses a peer's own options beside a policy or limiter of ours, naming ours (`others`: another peer's, by name). */
+export function refuseOutsidePeer(o: Options, others: readonly string[] = []): void {
+  for (const name of others) {
+    if (name !== 'max' && name !== 'timeWindow' && o[name] !== undefined) {
+      badOption(name, "given with max and timeWindow (@fastify/rate-limit's spelling), not beside policy or limiter", o[name]);
+    }
+  }
   for (const [name, ours] of Object.entries(OURS)) {
     if (o[name] !== undefined)
       badOption(name, `given with windowMs and limit (express-rate-limit's spelling); beside policy or limiter use ${ours}`, o[name]);

@@ -49,7 +49,7 @@ const WORDS = /^(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|secs?|minutes?|mins?|h
 const WORD_MS: Record<string, number> = { mil: 1, sec: 1000, min: 60_000, hou: 3_600_000, hrs: 3_600_000, hr: 3_600_000, day: 86_400_000 };
 
 /** @fastify/rate-limit's timeWindow: ms, a duration ('1m'), or words ('1 minute'). */
-function timeWindowMs(value: unknown): number {
+export function timeWindowMs(value: unknown): number {
   const words = typeof value === 'string' ? WORDS.exec(value.trim()) : null;
   if (!words) return parseDuration(value, 'timeWindow');
   const unit = (words[2] as string).toLowerCase();

@@ -12,9 +12,16 @@ function userError(error: unknown, code: string, name: string): SluiceError {
  * Calls a user's function of the request (and of the response, for express-rate-limit's functions of
  * `(req, res)`); a throw becomes a SluiceError with `code`.
  */
-export function call<T>(fn: (req: never, res: never) => T, req: unknown, code: string, name: string, res?: unknown): T {
+export function call<T>(
+  fn: (req: never, res: never, key: never) => T,
+  req: unknown,
+  code: string,
+  name: string,
+  res?: unknown,
+  key?: string,
+): T {
   try {
-    return fn(req as never, res as never);
+    return fn(req as never, res as never, key as never);
   } catch (error) {
     throw userError(error, code, name);
   }

@@ -4,6 +4,7 @@ import type { Decision } from '../decision.js';
 import { rateLimitHeaders, retryAfterSeconds } from '../headers.js';
 import type { ConsumeOptions, Limiter } from '../limiter.js';
 import type { OptionTable, Resolved } from '../options.js';
+import { holder } from './delay.js';
 import { type ForwardedCheck, forwardedWarning } from './forwarded.js';
 import { type AdapterOwn, type Awaitable, type HttpLimitOptions, resolveHttpOptions } from './options.js';
 import type { PeerSpellings } from './peers.js';
@@ -31,10 +32,13 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
   /**
    * Decides for one request; undefined when `skip` says so. `scope` names the default counter
    * (routeScope: 'POST /login'), `ip` reads the client IP for the default key. Throws on a bad key or cost.
+   * `raw`: the response whose 'close' says the client left, for `delay` (a held request gives its place back).
    */
-  check(req: Req, scope: string, ip: () => string | undefined, res?: Res): Promise<HttpVerdict | undefined>;
+  check(req: Req, scope: string, ip: () => string | undefined, res?: Res, raw?: RawResponse): Promise<HttpVerdict | undefined>;
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req, res?: Res): Promise<LimitedResponse>;
+  /** Under @fastify/rate-limit's spelling: the error to throw for a limited request (its errorResponseBuilder's). */
+  limitedError?(verdict: HttpVerdict, req: Req): unknown;
   /**
    * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
    * without: an abort), gives the decision's concurrent slots back and settles its charge (settle, the skip
@@ -65,11 +69,12 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
   const headersOf = (decision: Decision, key: string) =>
     peer !== undefined ? peer.headers(decision, key) : rateLimitHeaders(decision, draft8 ? { headers: 'draft-8', key } : headers);
   const limited = peer === undefined ? limitedResponder<Req>(o.message, o.statusCode) : peer.respond;
+  const hold = o.delay && holder(limiter, o.delay);
 
   return {
     limiter,
     own: o.own,
-    async check(req, route, ip, res) {
+    async check(req, route, ip, res, raw) {
       // A sync answer is taken as it is: awaiting it would cost every request a microtask.
       if (skip !== undefined) {
         const skipped = call(skip, req, 'ERR_SLUICE_KEY', 'skip', res);
@@ -78,6 +83,10 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
       if (forwarded !== undefined) forwarded(req);
       const known = clientKey(req, ip, res);
       const key = typeof known === 'string' ? known : await known;
+      if (peer?.allow !== undefined) {
+        const allowed = peer.allow(req, key);
+        if (allowed === true || (allowed !== false && (await allowed))) return undefined;
+      }
       const charge: ConsumeOptions = { scope: scope ?? route };
       // The client IP, for the rules' address and CIDR patterns (a key of its own may not be one).
       const client = ip();
@@ -87,15 +96,20 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
         charge.cost = typeof price === 'number' ? price : await caught(price, 'ERR_SLUICE_COST', 'cost');
       }
       if (policyOf !== undefined) {
-        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy', res);
+        const chosen = call(policyOf, req, 'ERR_SLUICE_OPTION', 'policy', res, key);
         charge.policy = isPromise(chosen) ? await caught(chosen, 'ERR_SLUICE_OPTION', 'policy') : chosen;
       }
-      const decision = await limiter.consume(key, charge);
+      let decision = await limiter.consume(key, charge);
+      if (hold !== undefined && !decision.allowed) decision = await hold(decision, key, charge, raw);
+      peer?.seen?.(decision, req, key);
       const sent = decision.source === 'rule' ? ruleHeaders(decision) : headersOf(decision, key);
       return { decision, headers: sent, limited: !decision.allowed, key, cost: charge.cost ?? 1 };
     },
     limitedResponse: byRule(limited, deniedResponder<Req>(o.message, o.deniedStatusCode)),
     track: tracker<Req, Res>(limiter, o),
+    ...(peer?.error === undefined
+      ? {}
+      : { limitedError: (verdict: HttpVerdict, req: Req) => peer.error?.(verdict.decision, req, verdict.key) }),
   };
 }
 

@@ -1,0 +1,187 @@
+// @fastify/rate-limit's options with its meaning (issue 26: drop-in means the same observable behaviour):
+// its algorithm (a fixed window from the key's first hit), its counting scope (one counter per client
+// across the plugin's routes; a route with its own config counts on its own), its headers and their
+// toggles, its error (errorResponseBuilder's, thrown for Fastify's error handler), allowList and ban.
+// An option that cannot be honoured is refused by name, with the sluice option to use instead. Read
+// from @fastify/rate-limit 10.3 (index.js, store/LocalStore.js).
+import type { Decision } from '../decision.js';
+import { badOption } from '../errors.js';
+import { isBoolean, isFunction } from '../options.js';
+import type { PolicyInput } from '../policy.js';
+import type { PeerRuntime } from './peer-express.js';
+import { timeWindowMs } from './peers.js';
+
+type Options = Record<string, unknown>;
+type Awaitable<T> = T | Promise<T>;
+
+/** @fastify/rate-limit's option names, each taken with its meaning or refused naming ours. */
+export const FASTIFY_RATE_LIMIT_NAMES = [
+  'max',
+  'timeWindow',
+  'keyGenerator',
+  'allowList',
+  'whitelist',
+  'ban',
+  'errorResponseBuilder',
+  'addHeaders',
+  'addHeadersOnExceeding',
+  'enableDraftSpec',
+  'onExceeding',
+  'onExceeded',
+  'onBanReach',
+  'skipOnError',
+  'continueExceeding',
+  'exponentialBackoff',
+  'redis',
+  'nameSpace',
+  'cache',
+  'groupId',
+] as const;
+
+/** Refused, each with what to use instead. */
+const REFUSED: Record<string, string> = {
+  continueExceeding: "absent: sluice's windows do not restart on a refused request; a longer policy beside the first does the job",
+  exponentialBackoff: 'absent: give several policies (a request passes only if all pass)',
+  redis: 'absent: give store: redisStore({ client }) (from @sluice/core)',
+  nameSpace: 'absent: give prefix',
+  cache: 'absent: give store: memoryStore({ maxKeys })',
+  groupId: 'absent: give scope (routes that name one scope share a counter)',
+};
+
+/** Whether options given to the Fastify plugin (or a route) are in @fastify/rate-limit's spelling. */
+export function isFastifyRateLimit(o: Options): boolean {
+  if (o.policy !== undefined || o.limiter !== undefined) return false;
+  return FASTIFY_RATE_LIMIT_NAMES.some((n) => o[n] !== undefined);
+}
+
+/** @lukeed/ms' format(ms, true), which @fastify/rate-limit's default error message uses: '1 minute', '30 seconds'. */
+export function longDuration(ms: number): string {
+  const units: [number, string][] = [
+    [31_557_600_000, 'year'],
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+    [1000, 'second'],
+  ];
+  if (ms < 1000) return `${ms} ms`;
+  const [size, name] = units.find(([u], i) => ms >= u || i === units.length - 1) as [number, string];
+  const v = ms / size;
+  const n = (v | 0) === v ? v : ~~(v + 0.5);
+  return `${n} ${name}${n !== 1 ? 's' : ''}`;
+}
+
+/** @fastify/rate-limit's header toggles: each of its four headers on unless given false. */
+function toggles(value: unknown, name: string, labels: readonly string[]): Set<string> {
+  if (value !== undefined && (value === null || typeof value !== 'object')) badOption(name, 'an object of header names to booleans', value);
+  const given = (value ?? {}) as Record<string, unknown>;
+  return new Set(labels.filter((l) => given[l] !== false));
+}
+
+/**
+ * Turns `o` (@fastify/rate-limit's spelling, own properties) into the kit's options, in place: a first-hit
+ * fixed window, the key, the scope; returns the peer's headers, allowList, ban and error. `route`: the
+ * options are a route's own config (it counts on its own), else the plugin's (one counter across its routes).
+ * @example fastifyRateLimit(ownCopy({ max: 100, timeWindow: '1 minute' }), false)
+ */
+export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
+  for (const [name, instead] of Object.entries(REFUSED)) if (o[name] !== undefined) badOption(name, instead, o[name]);
+  const windowMs = o.timeWindow === undefined ? 60_000 : timeWindowMs(o.timeWindow);
+  const max = o.max ?? 1000;
+  if (typeof max !== 'function' && (typeof max !== 'number' || !Number.isFinite(max)))
+    badOption('max', 'a number or a function (request, key)', max);
+  const policyFor = (limit: number): PolicyInput => ({
+    limit: Math.trunc(limit),
+    window: windowMs,
+    algorithm: 'fixed-window',
+    start: 'first-hit',
+  });
+  if (typeof max === 'function') {
+    const policies = new Map<number, PolicyInput>();
+    const pick = (limit: number) => {
+      const known = policies.get(limit);
+      if (known !== undefined) return known;
+      const p = policyFor(limit);
+      policies.set(limit, p);
+      return p;
+    };
+    const maxOf = max as (req: unknown, key: string) => Awaitable<number>;
+    o.policy = (req: unknown, _res: unknown, key: string) => {
+      const limit = maxOf(req, key);
+      return typeof limit === 'number' ? pick(limit) : Promise.resolve(limit).then(pick);
+    };
+  } else {
+    o.policy = policyFor(max as number);
+  }
+  if (o.keyGenerator !== undefined) o.key = isFunction(o.keyGenerator, 'keyGenerator');
+  if (o.skipOnError !== undefined && isBoolean(o.skipOnError, 'skipOnError') && o.failMode === undefined) o.failMode = 'open';
+  // One counter per client across the plugin's routes; a route with its own config counts on its own.
+  if (!route && o.scope === undefined) o.scope = '*';
+  const draft = o.enableDraftSpec === undefined ? false : isBoolean(o.enableDraftSpec, 'enableDraftSpec');
+  const [limitH, remainingH, resetH] = draft
+    ? ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']
+    : ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+  const onDenial = toggles(o.addHeaders, 'addHeaders', [limitH, remainingH, resetH, 'retry-after']);
+  const onPass = toggles(o.addHeadersOnExceeding, 'addHeadersOnExceeding', [limitH, remainingH, resetH]);
+  const list = o.allowList ?? o.whitelist;
+  if (list !== undefined && !Array.isArray(list) && typeof list !== 'function')
+    badOption('allowList', 'an array of keys or a function (request, key)', list);
+  const ban = o.ban === undefined ? -1 : Math.trunc(o.ban as number);
+  if (o.ban !== undefined && (typeof o.ban !== 'number' || !Number.isFinite(o.ban) || o.ban < 0)) badOption('ban', 'a number >= 0', o.ban);
+  const builder =
+    o.errorResponseBuilder === undefined
+      ? undefined
+      : isFunction<(req: unknown, context: Record<string, unknown>) => unknown>(o.errorResponseBuilder, 'errorResponseBuilder');
+  const callbacks = Object.fromEntries(
+    (['onExceeding', 'onExceeded', 'onBanReach'] as const).map((n) => [
+      n,
+      o[n] === undefined ? undefined : isFunction<(req: unknown, key: string) => void>(o[n], n),
+    ]),
+  );
+  for (const n of FASTIFY_RATE_LIMIT_NAMES) delete o[n];
+  // Refused requests per client in the current window (sluice does not count them): ban's count. This process's.
+  const refused = new Map<string, { until: number; n: number }>();
+
+  const ttlS = (d: Decision) => Math.ceil(d.resetMs / 1000);
+  return {
+    warnForwarded: true,
+    allow(req, key) {
+      if (list === undefined) return false;
+      return Array.isArray(list) ? list.includes(key) : (list as (req: unknown, key: string) => Awaitable<boolean>)(req, key);
+    },
+    headers(decision) {
+      const out: Record<string, string> = {};
+      const on = decision.allowed ? onPass : onDenial;
+      if (on.has(limitH)) out[limitH] = String(decision.limit);
+      if (on.has(remainingH)) out[remainingH] = String(decision.allowed ? decision.remaining : 0);
+      if (on.has(resetH)) out[resetH] = String(ttlS(decision));
+      if (!decision.allowed && on.has('retry-after')) out['retry-after'] = String(ttlS(decision));
+      return out;
+    },
+    seen(decision, req, key) {
+      if (decision.allowed) callbacks.onExceeding?.(req, key);
+      else callbacks.onExceeded?.(req, key);
+    },
+    async respond() {
+      throw new Error('@fastify/rate-limit answers by its error (PeerRuntime.error)');
+    },
+    error(decision, req, key) {
+      let banned = false;
+      if (ban >= 0) {
+        const now = Date.now();
+        if (refused.size > 10_000) for (const [k, v] of refused) if (v.until <= now) refused.delete(k);
+        let seen = refused.get(key);
+        if (seen === undefined || seen.until <= now) {
+          seen = { until: now + decision.resetMs, n: 0 };
+          refused.set(key, seen);
+        }
+        seen.n++;
+        banned = seen.n > ban;
+      }
+      if (banned) callbacks.onBanReach?.(req, key);
+      const ttl = decision.resetMs;
+      const context = { statusCode: banned ? 403 : 429, ban: banned, max: decision.limit, ttl, after: longDuration(ttlS(decision) * 1000) };
+      if (builder !== undefined) return builder(req, context);
+      return Object.assign(new Error(`Rate limit exceeded, retry in ${context.after}`), { statusCode: context.statusCode });
+    },
+  };
+}

@@ -1,0 +1,168 @@
+// Issue 26, part 3: under @fastify/rate-limit's spelling, @sluice/fastify behaves as @fastify/rate-limit does.
+// Differential: each configuration runs on two real Fastify servers, one with the real @fastify/rate-limit
+// and one with sluice in its place (memory stores), the same request sequence goes to both, and every answer
+// is compared: status, headers (names and values; reset seconds within 1 s), content type and body. The
+// count of comparisons is printed (the issue's note reports it).
+import peerPlugin from '@fastify/rate-limit';
+import sluicePlugin from '@sluice/fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
+
+type Options = Record<string, unknown>;
+type Step = { path?: string; user?: string };
+
+let comparisons = 0;
+afterAll(() => {
+  console.log(`dropin.fastify: ${comparisons} comparisons`);
+});
+
+const HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'retry-after',
+  'content-type',
+];
+const TIMED = new Set(['x-ratelimit-reset', 'ratelimit-reset', 'retry-after']);
+
+interface Case {
+  name: string;
+  options: () => Options;
+  /** A route's own config.rateLimit on /own. */
+  own?: () => Options;
+  errorHandler?: boolean;
+  steps: Step[];
+}
+
+async function start(plugin: unknown, c: Case): Promise<{ url: string; close: () => Promise<void> }> {
+  const app = Fastify();
+  if (c.errorHandler) {
+    app.setErrorHandler((error: { statusCode?: number; message?: string }, _request, reply) => {
+      void reply.code(error.statusCode ?? 500).send({ handled: true, message: error.message });
+    });
+  }
+  await app.register(plugin as never, c.options() as never);
+  app.get('/a', async () => ({ ok: 'a' }));
+  app.get('/b', async () => ({ ok: 'b' }));
+  app.get('/own', { config: { rateLimit: (c.own?.() ?? { max: 1 }) as never } }, async () => ({ ok: 'own' }));
+  app.get('/off', { config: { rateLimit: false } }, async () => ({ ok: 'off' }));
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  return { url, close: () => app.close() };
+}
+
+async function answer(url: string, step: Step) {
+  const res = await fetch(`${url}${step.path ?? '/a'}`, { headers: step.user ? { 'x-user': step.user } : {} });
+  const headers: Record<string, string | null> = {};
+  for (const h of HEADERS) headers[h] = res.headers.get(h);
+  return { status: res.status, headers, body: await res.text() };
+}
+
+const n = (count: number, step: Step = {}): Step[] => Array.from({ length: count }, () => step);
+const byUser = { keyGenerator: (request: FastifyRequest) => String(request.headers['x-user'] ?? 'anon') };
+
+const CASES: Case[] = [
+  { name: 'max and timeWindow (ms)', options: () => ({ max: 3, timeWindow: 60_000 }), steps: n(5) },
+  { name: "timeWindow '1 minute'", options: () => ({ max: 2, timeWindow: '1 minute' }), steps: n(4) },
+  { name: 'the defaults: max 1000, 1 minute', options: () => ({ keyGenerator: () => 'k' }), steps: n(3) },
+  {
+    name: 'one counter per client across the plugin routes',
+    options: () => ({ max: 3, timeWindow: 60_000 }),
+    steps: [{ path: '/a' }, { path: '/b' }, { path: '/a' }, { path: '/b' }, { path: '/off' }],
+  },
+  {
+    name: 'a route with its own config counts on its own',
+    options: () => ({ max: 2, timeWindow: 60_000 }),
+    own: () => ({ max: 1 }),
+    steps: [{ path: '/a' }, { path: '/own' }, { path: '/own' }, { path: '/a' }, { path: '/a' }],
+  },
+  {
+    name: 'max as a function (request, key)',
+    options: () => ({ max: (_r: unknown, key: string) => (key === 'pro' ? 3 : 1), timeWindow: 60_000, ...byUser }),
+    steps: [...n(2, { user: 'free' }), ...n(4, { user: 'pro' })],
+  },
+  { name: 'max as an async function', options: () => ({ max: async () => 2, timeWindow: 60_000 }), steps: n(3) },
+  {
+    name: 'keyGenerator',
+    options: () => ({ max: 1, timeWindow: 60_000, ...byUser }),
+    steps: [{ user: 'a' }, { user: 'b' }, { user: 'a' }, { user: 'b' }],
+  },
+  {
+    name: 'allowList as an array of keys',
+    options: () => ({ max: 1, timeWindow: 60_000, allowList: ['vip'], ...byUser }),
+    steps: [...n(3, { user: 'vip' }), ...n(2, { user: 'x' })],
+  },
+  {
+    name: 'allowList as a function (request, key)',
+    options: () => ({ max: 1, timeWindow: 60_000, allowList: async (_r: unknown, key: string) => key.startsWith('v'), ...byUser }),
+    steps: [...n(3, { user: 'vip' }), ...n(2, { user: 'x' })],
+  },
+  { name: 'ban: 403 after the refusals it allows', options: () => ({ max: 1, timeWindow: 60_000, ban: 2 }), steps: n(6) },
+  { name: 'ban 0', options: () => ({ max: 2, timeWindow: 60_000, ban: 0 }), steps: n(4) },
+  {
+    name: 'errorResponseBuilder(request, context)',
+    options: () => ({
+      max: 1,
+      timeWindow: 60_000,
+      errorResponseBuilder: (_r: unknown, context: { statusCode: number; max: number; after: string; ban: boolean }) => ({
+        statusCode: context.statusCode,
+        error: 'slow down',
+        message: `max ${context.max}, retry in ${context.after}, ban ${context.ban}`,
+      }),
+    }),
+    steps: n(3),
+  },
+  {
+    name: 'the default error through an app error handler',
+    options: () => ({ max: 1, timeWindow: 90_000 }),
+    errorHandler: true,
+    steps: n(3),
+  },
+  {
+    name: 'addHeaders and addHeadersOnExceeding off, one by one',
+    options: () => ({
+      max: 2,
+      timeWindow: 60_000,
+      addHeaders: { 'x-ratelimit-limit': false, 'retry-after': false },
+      addHeadersOnExceeding: { 'x-ratelimit-reset': false },
+    }),
+    steps: n(4),
+  },
+  { name: 'enableDraftSpec', options: () => ({ max: 1, timeWindow: '30 seconds', enableDraftSpec: true }), steps: n(3) },
+  { name: 'a window of hours', options: () => ({ max: 1, timeWindow: '2 hours' }), steps: n(2) },
+  {
+    name: 'a short window opens again at the first hit after it ends',
+    options: () => ({ max: 1, timeWindow: 1000 }),
+    steps: [{}, {}, { path: 'wait' }, {}, {}],
+  },
+];
+
+describe('@fastify/rate-limit and @sluice/fastify answer alike (differential, memory stores)', () => {
+  it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    const peer = await start(peerPlugin, c);
+    const ours = await start(sluicePlugin, c);
+    try {
+      for (const [i, step] of c.steps.entries()) {
+        if (step.path === 'wait') {
+          await new Promise((r) => setTimeout(r, 1_100));
+          continue;
+        }
+        const [a, b] = await Promise.all([answer(peer.url, step), answer(ours.url, step)]);
+        const where = `${c.name}, request ${i + 1}`;
+        expect({ where, status: b.status }).toEqual({ where, status: a.status });
+        comparisons++;
+        for (const h of HEADERS) {
+          const [x, y] = [a.headers[h] ?? null, b.headers[h] ?? null];
+          const same = x === y || (TIMED.has(h) && x !== null && y !== null && Math.abs(Number(x) - Number(y)) <= 1);
+          if (!same) expect({ where, header: h, value: y }).toEqual({ where, header: h, value: x });
+          comparisons++;
+        }
+        expect({ where, body: b.body }).toEqual({ where, body: a.body });
+        comparisons++;
+      }
+    } finally {
+      await Promise.all([peer.close(), ours.close()]);
+    }
+  });
+});
