@@ -182,19 +182,51 @@ test('prometheusMetrics counts sheds by priority and reports the limit and slots
     expect((await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } })).status).toBe(503);
     const value = async (name: string) => (await register.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
     expect(await value('sluice_shed_total')).toEqual([
-      'sluice_shed_total{priority="normal"} 1',
-      'sluice_shed_total{priority="critical"} 1',
+      'sluice_shed_total{shedder="default",priority="normal"} 1',
+      'sluice_shed_total{shedder="default",priority="critical"} 1',
     ]);
-    expect(await value('sluice_concurrency_limit')).toEqual(['sluice_concurrency_limit 1']);
-    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight 1']);
+    expect(await value('sluice_concurrency_limit')).toEqual(['sluice_concurrency_limit{shedder="default"} 1']);
+    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 1']);
     app.open();
     await held;
     await until(() => shedder.inFlight === 0);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight 0']);
+    expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 0']);
     await app.close();
   } finally {
     metrics.stop();
     shedder.close();
+  }
+});
+
+test("several shedders: each one's gauges and sheds under its own name (the shedder label)", async () => {
+  const register = new Registry();
+  const metrics = prometheusMetrics({ register });
+  const api = createShedder({ name: 'api', limit: { initial: 4, min: 4, max: 4 } });
+  const admin = createShedder({ name: 'admin', limit: { initial: 1, min: 1, max: 1 } });
+  try {
+    const a = await start('koa', api);
+    const b = await start('fastify', admin);
+    const held = fetch(`${b.url}/slow`);
+    await b.entered;
+    expect((await fetch(`${b.url}/fast`)).status).toBe(503);
+    expect((await fetch(`${a.url}/fast`)).status).toBe(200);
+    await until(() => api.inFlight === 0);
+    await new Promise((resolve) => setImmediate(resolve));
+    const value = async (name: string) => (await register.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
+    expect(await value('sluice_shed_total')).toEqual(['sluice_shed_total{shedder="admin",priority="normal"} 1']);
+    expect((await value('sluice_concurrency_limit')).sort()).toEqual([
+      'sluice_concurrency_limit{shedder="admin"} 1',
+      'sluice_concurrency_limit{shedder="api"} 4',
+    ]);
+    expect((await value('sluice_in_flight')).sort()).toEqual(['sluice_in_flight{shedder="admin"} 1', 'sluice_in_flight{shedder="api"} 0']);
+    b.open();
+    await held;
+    await a.close();
+    await b.close();
+  } finally {
+    metrics.stop();
+    api.close();
+    admin.close();
   }
 });

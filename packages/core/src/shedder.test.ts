@@ -169,7 +169,7 @@ describe('createShedder', () => {
       const { shedder, state } = controlled({ limit: { initial: 1 } });
       const p = shedder.acquire('critical') as Permit;
       expect(shedder.acquire('sheddable')).toBeUndefined();
-      expect(seen).toContainEqual({ type: 'shed', priority: 'sheddable', limit: 1, inFlight: 1 });
+      expect(seen).toContainEqual({ type: 'shed', name: 'default', priority: 'sheddable', limit: 1, inFlight: 1 });
       state.now += 100;
       p.release();
       await turn();
@@ -188,6 +188,7 @@ describe('createShedder', () => {
     ['reserve.critical', { reserve: { critical: 1.5 } }, 'reserve.critical must be a number from 0 to 1, got 1.5'],
     ['reserve', { reserve: { critical: 0.6, normal: 0.6 } }, 'reserve must be fractions that sum to at most 1'],
     ['maxWait', { maxWait: 'soon' }, 'maxWait must be a positive number of ms'],
+    ['name', { name: '' }, 'name must be a non-empty string'],
     ['reserved', { reserved: {} }, 'reserved must be absent: not a createShedder option (did you mean reserve?)'],
   ])('refuses a bad %s at construction, by name', (_name, options, message) => {
     let error: unknown;

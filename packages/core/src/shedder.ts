@@ -23,6 +23,8 @@ export interface Shedder {
   readonly inFlight: number;
   /** The `maxWait` option in ms, for adapters (acquire itself never waits). */
   readonly maxWaitMs: number;
+  /** The `name` option: this shedder's label in its events and metrics. */
+  readonly name: string;
   /** Stops sampling the event loop's delay (idempotent); the limit stays where it is. */
   close(): void;
 }
@@ -37,6 +39,8 @@ export interface ShedderOptions {
   reserve?: { critical?: number; normal?: number };
   /** How long an adapter lets a request wait for a slot before shedding it. Default 0. */
   maxWait?: Duration;
+  /** Names this shedder in its events and in the metrics' `shedder` label, when a process has several. Default 'default'. */
+  name?: string;
   /** Test hook: the ms clock. Default performance.now. */
   clock?: () => number;
   /** Test hook: the event loop's delay in ms since the last call (max). Default: monitorEventLoopDelay's max, reset each window. */
@@ -45,9 +49,9 @@ export interface ShedderOptions {
 
 /** What a shedder publishes on sluice:event (only while someone subscribes). */
 export type ShedderEvent =
-  | { type: 'shed'; priority: Priority; limit: number; inFlight: number }
+  | { type: 'shed'; name: string; priority: Priority; limit: number; inFlight: number }
   /** Once per window of adaptation, and when the last slot is given back. */
-  | { type: 'concurrency'; limit: number; inFlight: number; previousLimit: number };
+  | { type: 'concurrency'; name: string; limit: number; inFlight: number; previousLimit: number };
 
 // The rule: Netflix concurrency-limits' Gradient2 (Gradient2Limit), with its defaults, on a latency floor.
 const WINDOW_MS = 100; // one adaptation per 100 ms of traffic: fast enough to follow a flood in Node
@@ -84,6 +88,7 @@ const OPTIONS = {
   targetDelay: spec(parseDuration, 100),
   reserve: spec(object, {}),
   maxWait: spec((v, n) => (v === 0 ? 0 : parseDuration(v, n)), 0),
+  name: spec((v, n) => (typeof v === 'string' && v !== '' ? v : badOption(n, 'a non-empty string', v)), 'default'),
   clock: spec<() => number>(isFunction),
   eventLoopDelay: spec<() => number>(isFunction),
 };
@@ -124,7 +129,7 @@ function loopDelayReader(): { read: () => number; close: () => void } {
  * loop's delay (its max over the window) is the second signal: above `targetDelay` the limit falls at once by
  * targetDelay / delay (at most by half). A slot is given back at the end of the event loop's turn, so the
  * requests handled synchronously in one turn count as concurrent: in Node they wait for each other.
- * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.5, normal: 0.1 }, maxWait 0.
+ * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.5, normal: 0.1 }, maxWait 0, name 'default'.
  * @example
  * const shedder = createShedder({ reserve: { critical: 0.2 } });
  * const permit = shedder.acquire('critical'); // undefined: answer 503
@@ -135,7 +140,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const o = resolveShedder(options);
   const clock = o.clock ?? (() => performance.now());
   const loop = o.eventLoopDelay === undefined ? loopDelayReader() : { read: o.eventLoopDelay, close() {} };
-  const rule = new AdaptiveLimit(o.limit, o.targetDelay, loop.read, clock());
+  const rule = new AdaptiveLimit(o.limit, o.targetDelay, loop.read, clock(), o.name);
   const share = { critical: 1, normal: 1 - o.reserve.critical, sheddable: 1 - o.reserve.critical - o.reserve.normal };
   const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
   const freed = new Set<() => void>();
@@ -171,7 +176,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
       tick(now);
       if (inFlight >= ceiling(priority)) {
         rule.shed = true;
-        if (events.hasSubscribers) events.publish({ type: 'shed', priority, limit: rule.limit, inFlight });
+        if (events.hasSubscribers) events.publish({ type: 'shed', name: o.name, priority, limit: rule.limit, inFlight });
         return undefined;
       }
       if (++inFlight > rule.peak) rule.peak = inFlight;
@@ -193,6 +198,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
       return inFlight;
     },
     maxWaitMs: o.maxWait,
+    name: o.name,
     close: () => loop.close(), // idempotent: disabling a disabled histogram does nothing
   };
   internals.set(shedder, { freed, fits: (p) => inFlight < ceiling(p) });
@@ -215,6 +221,7 @@ class AdaptiveLimit {
     private readonly targetDelay: number,
     private readonly loopDelay: () => number,
     private windowStart: number,
+    private readonly name: string,
   ) {
     this.limit = this.previous = this.estimate = bounds.initial;
   }
@@ -223,7 +230,7 @@ class AdaptiveLimit {
     this.samples++;
   }
   event(inFlight: number): ShedderEvent {
-    return { type: 'concurrency', limit: this.limit, inFlight, previousLimit: this.previous };
+    return { type: 'concurrency', name: this.name, limit: this.limit, inFlight, previousLimit: this.previous };
   }
 
   /** Closes a window of WINDOW_MS (true) unless it holds too few samples and may run on. */

@@ -97,10 +97,10 @@ export interface MetricsSink {
   duration(prefix: string, seconds: number): void;
   /** The breaker of the store under `prefix` opened (true) or closed (false). */
   breaker(prefix: string, open: boolean): void;
-  /** A shedder refused a request of this priority (503). */
-  shed(priority: string): void;
-  /** A shedder's concurrency limit and slots in flight now. */
-  concurrency(limit: number, inFlight: number): void;
+  /** The shedder named `shedder` refused a request of this priority (503). */
+  shed(shedder: string, priority: string): void;
+  /** The concurrency limit and slots in flight now of the shedder named `shedder`. */
+  concurrency(shedder: string, limit: number, inFlight: number): void;
 }
 
 interface DecisionMessage {
@@ -126,8 +126,10 @@ export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => 
   const onEvent = (message: unknown) => {
     const shedder = message as ShedderEvent;
     if (shedder.type === 'shed' || shedder.type === 'concurrency') {
-      if (shedder.type === 'shed') sink.shed(shedder.priority);
-      sink.concurrency(shedder.limit, shedder.inFlight);
+      // A shedder of a build before the `name` option publishes none: it is the default one.
+      const name = shedder.name ?? 'default';
+      if (shedder.type === 'shed') sink.shed(name, shedder.priority);
+      sink.concurrency(name, shedder.limit, shedder.inFlight);
       return;
     }
     const event = message as LimiterEvent;
@@ -167,18 +169,25 @@ export const HELP = {
   duration:
     'Seconds from consume() or peek() to the decision, for decisions the store answered (source="store"): the store round trip plus the limiter around it.',
   breaker: "1 while the circuit breaker in front of the prefix's store is open (the fail mode decides), else 0.",
-  shed: 'Requests the shedder refused with 503 (service overloaded), by priority (critical|normal|sheddable).',
-  limit: "The shedder's adaptive concurrency limit.",
-  inFlight: 'Requests holding a slot of the shedder.',
+  shed: 'Requests a shedder refused with 503 (service overloaded), by shedder (its name option) and priority (critical|normal|sheddable).',
+  limit: "A shedder's adaptive concurrency limit, by shedder (its name option).",
+  inFlight: 'Requests holding a slot of a shedder, by shedder (its name option).',
 } as const;
 
-/** The shedder's figures as both backends keep them: sheds by priority, and the last limit and in-flight count. */
+/** The shedders' figures as both backends keep them: sheds by shedder and priority, and each one's last limit and in-flight count. */
 export class ShedderState {
-  readonly shed = new Map<string, number>();
-  limit: number | undefined;
-  inFlight = 0;
-  add(priority: string): void {
-    this.shed.set(priority, (this.shed.get(priority) ?? 0) + 1);
+  /** `${shedder}\0${priority}` -> the labels and the count. */
+  readonly shed = new Map<string, { labels: { shedder: string; priority: string }; count: number }>();
+  /** Shedder name -> its last limit and slots in flight. */
+  readonly gauges = new Map<string, { limit: number; inFlight: number }>();
+  add(shedder: string, priority: string): void {
+    const key = `${shedder}\0${priority}`;
+    const found = this.shed.get(key);
+    if (found === undefined) this.shed.set(key, { labels: { shedder, priority }, count: 1 });
+    else found.count++;
+  }
+  set(shedder: string, limit: number, inFlight: number): void {
+    this.gauges.set(shedder, { limit, inFlight });
   }
 }
 

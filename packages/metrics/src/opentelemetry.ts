@@ -65,7 +65,8 @@ function defaultMeter(): OpenTelemetryMeter {
  * Records every limiter's decisions in this process as OpenTelemetry instruments, from the `sluice:decision`
  * and `sluice:event` diagnostics channels: the (observable) counter sluice_decisions_total {prefix, policy, outcome, source},
  * the histogram sluice_store_duration_seconds {prefix} (unit s) and the gauge sluice_breaker_open {prefix} (0/1).
- * From shedders: the counter sluice_shed_total {priority} and the gauges sluice_concurrency_limit and sluice_in_flight.
+ * From shedders: the counter sluice_shed_total {shedder, priority} and the gauges sluice_concurrency_limit {shedder} and
+ * sluice_in_flight {shedder} (`shedder`: createShedder's name option, 'default' unless given).
  * Never a key attribute. The series stay bounded when policies are built per request with names of their own: a
  * prefix keeps its first `maxPolicies` (default 100) policy names, and counts the decisions of any further one
  * under `policy: 'other'`. stop() unsubscribes and stops reporting the observable instruments; instruments cannot leave a Meter.
@@ -100,12 +101,11 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   removers.push(...observeShedder(meter, shedder));
 
   const unsubscribe = subscribeSink(counts, {
-    shed(priority) {
-      shedder.add(priority);
+    shed(name, priority) {
+      shedder.add(name, priority);
     },
-    concurrency(value, held) {
-      shedder.limit = value;
-      shedder.inFlight = held;
+    concurrency(name, value, held) {
+      shedder.set(name, value, held);
     },
     duration(prefix, seconds) {
       duration.record(seconds, { prefix });
@@ -146,11 +146,15 @@ function observe(instrument: OpenTelemetryObservable, report: Observe): () => vo
 function observeShedder(meter: OpenTelemetryMeter, shedder: ShedderState): Array<() => void> {
   const shed = meter.createObservableCounter(NAMES.shed, { description: HELP.shed });
   const removeShed = observe(shed, (result) => {
-    for (const [priority, n] of shedder.shed) result.observe(n, { priority });
+    for (const { labels, count } of shedder.shed.values()) result.observe(count, { ...labels });
   });
   const limit = meter.createObservableGauge(NAMES.limit, { description: HELP.limit });
   const inFlight = meter.createObservableGauge(NAMES.inFlight, { description: HELP.inFlight });
-  const reportLimit: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.limit);
-  const reportInFlight: Observe = (result) => shedder.limit !== undefined && result.observe(shedder.inFlight);
+  const reportLimit: Observe = (result) => {
+    for (const [name, g] of shedder.gauges) result.observe(g.limit, { shedder: name });
+  };
+  const reportInFlight: Observe = (result) => {
+    for (const [name, g] of shedder.gauges) result.observe(g.inFlight, { shedder: name });
+  };
   return [removeShed, observe(limit, reportLimit), observe(inFlight, reportInFlight)];
 }

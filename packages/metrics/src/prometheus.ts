@@ -40,7 +40,8 @@ function promClient(): typeof PromClient {
  * Counts every limiter's decisions in this process into prom-client metrics, from the `sluice:decision` and
  * `sluice:event` diagnostics channels: sluice_decisions_total{prefix,policy,outcome,source},
  * sluice_store_duration_seconds{prefix} (histogram) and sluice_breaker_open{prefix} (0/1). Never a key label.
- * From shedders (createShedder, the adapters' shed): sluice_shed_total{priority}, sluice_concurrency_limit and sluice_in_flight.
+ * From shedders (createShedder, the adapters' shed): sluice_shed_total{shedder,priority}, sluice_concurrency_limit{shedder}
+ * and sluice_in_flight{shedder}, where `shedder` is createShedder's name option ('default' unless given).
  * The series stay bounded when policies are built per request with names of their own: a prefix keeps its first
  * `maxPolicies` (default 100) policy names, and counts the decisions of any further one under `policy="other"`.
  * Throws if the registry already holds a metric of these names (stop() the earlier one first).
@@ -62,12 +63,12 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
   const metrics = createMetrics(prom, [register], counts);
   const { duration, breaker, shed, limit, inFlight } = metrics;
   const unsubscribe = subscribeSink(counts, {
-    shed(priority) {
-      shed.inc({ priority });
+    shed(shedder, priority) {
+      shed.inc({ shedder, priority });
     },
-    concurrency(value, held) {
-      limit.set(value);
-      inFlight.set(held);
+    concurrency(shedder, value, held) {
+      limit.set({ shedder }, value);
+      inFlight.set({ shedder }, held);
     },
     duration(prefix, seconds) {
       duration.observe({ prefix }, seconds);
@@ -132,8 +133,8 @@ function createMetrics(prom: typeof PromClient, registers: PromClient.Registry[]
     registers,
   });
   const breaker = new prom.Gauge({ name: NAMES.breaker, help: HELP.breaker, labelNames: ['prefix'] as const, registers });
-  const shed = new prom.Counter({ name: NAMES.shed, help: HELP.shed, labelNames: ['priority'] as const, registers });
-  const limit = new prom.Gauge({ name: NAMES.limit, help: HELP.limit, registers });
-  const inFlight = new prom.Gauge({ name: NAMES.inFlight, help: HELP.inFlight, registers });
+  const shed = new prom.Counter({ name: NAMES.shed, help: HELP.shed, labelNames: ['shedder', 'priority'] as const, registers });
+  const limit = new prom.Gauge({ name: NAMES.limit, help: HELP.limit, labelNames: ['shedder'] as const, registers });
+  const inFlight = new prom.Gauge({ name: NAMES.inFlight, help: HELP.inFlight, labelNames: ['shedder'] as const, registers });
   return { decisions, duration, breaker, shed, limit, inFlight };
 }
