@@ -67,7 +67,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     // On a route, its method and full pattern; elsewhere, the mount.
     const scope = req.route ? routeScope(req.method, `${req.baseUrl}${String(req.route.path)}`) : routeScope(undefined, req.baseUrl);
     limit
-      .check(req, scope, () => req.ip, res)
+      .check(req, scope, () => req.ip, res, res)
       .then((verdict) => {
         if (verdict === undefined) return next();
         // A decision already here is an earlier sluice middleware's: join its RateLimit lists.

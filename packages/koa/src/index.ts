@@ -50,7 +50,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     // @koa/router's matched pattern (its `_matchedRoute`, the only way to read it); without a route, '*'.
     const pattern = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
     const scope = pattern === undefined ? routeScope() : routeScope(ctx.method, String(pattern));
-    const verdict = await limit.check(ctx, scope, () => ctx.ip);
+    const verdict = await limit.check(ctx, scope, () => ctx.ip, undefined, ctx.res);
     if (verdict === undefined) return next();
     // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
     const stacked = ctx.state.rateLimit !== undefined;

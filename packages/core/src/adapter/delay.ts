@@ -1,0 +1,64 @@
+// The adapters' `delay` (issue 28): a request the limiter refuses is held until its turn instead, when
+// that comes within maxWait and fewer than maxQueued are held by this middleware in this process; else
+// it is answered 429 as usual. It waits by limiter.wait (a reservation: its place in line, in every
+// process' order); a client that leaves while held gives its place back (the wait's abort).
+import type { Decision } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import type { ConsumeOptions, Limiter } from '../limiter.js';
+import type { WaitOptions } from '../wait.js';
+import type { RawResponse } from './settle.js';
+
+/** The `delay` option: hold a limited request until its turn. */
+export interface DelayOptions {
+  /** The longest a request is held; one whose turn is further off is answered 429. */
+  maxWait: Duration;
+  /** The most requests held at once by one middleware in this process; past it, 429. Default 1000. */
+  maxQueued?: number;
+}
+
+export interface ResolvedDelay {
+  maxWaitMs: number;
+  maxQueued: number;
+}
+
+const DELAY_NAMES = ['maxWait', 'maxQueued'];
+
+/** Checks `delay` at construction: maxWait a duration, maxQueued a positive integer (default 1000). */
+export function isDelay(v: unknown, n: string): ResolvedDelay {
+  if (v === null || typeof v !== 'object') badOption(n, "an object such as { maxWait: '5s' }", v);
+  for (const name of Object.keys(v))
+    if (!DELAY_NAMES.includes(name)) badOption(`${n}.${name}`, 'absent: delay takes maxWait and maxQueued', name);
+  const { maxWait, maxQueued = 1000 } = v as DelayOptions;
+  if (maxWait === undefined) badOption(`${n}.maxWait`, "a duration such as '5s'", maxWait);
+  const maxWaitMs = parseDuration(maxWait, `${n}.maxWait`);
+  if (!Number.isInteger(maxQueued) || maxQueued < 1) badOption(`${n}.maxQueued`, 'a positive integer', maxQueued);
+  return { maxWaitMs, maxQueued };
+}
+
+/** Holds a limited request until its turn: the wait's allowed Decision, or `denied` as it was. */
+export type Hold = (denied: Decision, key: string, charge: ConsumeOptions, raw: RawResponse | undefined) => Promise<Decision>;
+
+export function holder(limiter: Limiter, delay: ResolvedDelay): Hold {
+  const { maxWaitMs, maxQueued } = delay;
+  let held = 0;
+  return async function hold(denied, key, charge, raw) {
+    // A rule's refusal counted nothing and waits for no turn; a turn past maxWait, a full queue or a client gone: 429.
+    if (denied.source === 'rule' || denied.retryAfterMs > maxWaitMs || held >= maxQueued || raw?.destroyed) return denied;
+    const controller = new AbortController();
+    raw?.once('close', () => controller.abort(new Error('the client left')));
+    const options: WaitOptions = { maxWait: maxWaitMs, signal: controller.signal };
+    if (charge.scope !== undefined) options.scope = charge.scope;
+    if (charge.cost !== undefined) options.cost = charge.cost;
+    if (charge.policy !== undefined) options.policy = charge.policy;
+    held++;
+    try {
+      return await limiter.wait(key, options);
+    } catch {
+      // Its turn moved past maxWait meanwhile (ERR_SLUICE_WAIT), or the client left (its place given back).
+      return denied;
+    } finally {
+      held--;
+    }
+  };
+}
