@@ -1,5 +1,5 @@
 /**
- * Error thrown for a bad option or argument. `code` is stable (see the README's errors table);
+ * Error thrown for a bad option or argument. `code` is stable (see docs/api.md#errors);
  * `message` names the option and what is allowed; `cause` holds the error of a user function that threw.
  */
 export class SluiceError extends Error {

@@ -64,7 +64,7 @@ export interface ConsumeOptions {
   cost?: number;
   /**
    * This call's policies instead of the limiter's (plans, tiers), one or several: all must pass, atomically.
-   * Parsed once per distinct input. Counters are per policy: see the README on plan changes. Default: the limiter's.
+   * Parsed once per distinct input. Counters are per policy: see docs/plans.md on plan changes. Default: the limiter's.
    */
   policy?: PolicyInput | PolicyInput[];
   /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */

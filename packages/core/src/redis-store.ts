@@ -21,7 +21,7 @@ export interface RedisStoreOptions {
   /** Most decisions carried by one script call. Default 512. */
   maxBatch?: number;
   /**
-   * A fake ms clock for tests: the scripts decide on it instead of the server's TIME, exactly (README,
+   * A fake ms clock for tests: the scripts decide on it instead of the server's TIME, exactly (docs/api.md,
    * "Testing your limits"); keys live an hour past the TTLs computed on it. Default: absent (production).
    * @example redisStore({ client, clock: () => now })
    */

@@ -1,4 +1,4 @@
-// The default counters' names are store keys, and the README and the CLI's --scope spell them: pinned here.
+// The default counters' names are store keys, and docs/frameworks.md and the CLI's --scope spell them: pinned here.
 import { routeScope } from './scope.js';
 
 describe('routeScope', () => {
