@@ -5,6 +5,7 @@
 //   core.svg     decisions/s at 1, 64 and 512 calls in flight per contender (from bench/core.mjs)
 //   outage.svg   latency with Redis up, killed and paused per contender    (from bench/outage.mjs)
 //   hotkey.svg   decisions sent to Redis per request, per tier and flood   (from bench/hotkey.mjs)
+//   overload.svg goodput against offered load per framework and contender (from bench/overload.mjs)
 // A chart whose results file is missing is skipped (and said so); the others are still drawn.
 // Usage: node bench/charts.mjs [--results bench/results] [--out bench/charts]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -441,6 +442,92 @@ function hotkeyChart(r) {
   );
 }
 
+/** bench/overload.mjs: goodput against offered load, a panel per framework, a line per contender. */
+function overloadChart(r) {
+  const frameworks = Object.entries(r.frameworks);
+  const loads = ['0.5', '1', '2', '4'];
+  const colorOf = palette({ none: '#b8321c', sluice: BLUE, 'under-pressure': '#d9a21b' });
+  // Runs before `share` was recorded: the median goodput over the median capacity, no whiskers.
+  const share = (c, load, f) => c[load]?.share ?? { median: c[load].goodput.median / f.capacity, min: Number.NaN, max: Number.NaN };
+  const top = Math.max(
+    1.2,
+    ...frameworks.flatMap(([, f]) =>
+      Object.values(f.contenders).flatMap((c) => loads.map((l) => share(c, l, f).max || share(c, l, f).median)),
+    ),
+  );
+  const ticks = linearTicks(top, 6);
+  const panel = 240;
+  const gap = 30;
+  const left = 60;
+  const width = left + frameworks.length * (panel + gap) + 10;
+  const plotTop = 120;
+  const base = plotTop + 260;
+  const y = (v) => base - (Math.min(v, ticks.at(-1)) / ticks.at(-1)) * (base - plotTop);
+  const body = [...yAxis({ left, right: width - 10, ticks, y, format: (t) => t.toFixed(1), label: 'goodput ÷ capacity of the round' })];
+  const items = new Map();
+  frameworks.forEach(([framework, f], i) => {
+    const x0 = left + i * (panel + gap) + 20;
+    const x = (k) => x0 + (k / (loads.length - 1)) * (panel - 40);
+    body.push(
+      text(x0 + (panel - 40) / 2, plotTop - 12, `${framework} (capacity ${thousands(f.capacity)}/s)`, {
+        'text-anchor': 'middle',
+        'font-weight': 'bold',
+        fill: INK,
+      }),
+    );
+    // What a perfect shedder would do: all of capacity, and no more, however much is offered.
+    const ideal = loads.map((l, k) => `${round(x(k))},${round(y(Math.min(Number(l), 1)))}`).join(' ');
+    body.push(el('polyline', { points: ideal, fill: 'none', stroke: '#999', 'stroke-dasharray': '4 4' }));
+    loads.forEach((l, k) => {
+      body.push(text(x(k), base + 16, `${l}x`, { 'text-anchor': 'middle', 'font-size': 11, fill: MUTED }));
+    });
+    for (const [contender, c] of Object.entries(f.contenders)) {
+      const color = colorOf(contender);
+      if (!items.has(contender))
+        items.set(contender, {
+          kind: 'line',
+          color,
+          label: contender === 'none' ? 'no protection' : contender === 'under-pressure' ? '@fastify/under-pressure' : 'sluice shed()',
+        });
+      const points = loads.map((l, k) => [x(k), share(c, l, f)]);
+      body.push(
+        el('polyline', {
+          points: points.map(([px, q]) => `${round(px)},${round(y(q.median))}`).join(' '),
+          fill: 'none',
+          stroke: color,
+          'stroke-width': 2,
+        }),
+      );
+      for (const [px, q] of points) {
+        if (Number.isFinite(q.min)) body.push(line(px, y(q.min), px, y(q.max), { stroke: color, 'stroke-width': 1 }));
+        body.push(el('circle', { cx: px, cy: y(q.median), r: 3, fill: color }));
+      }
+    }
+  });
+  body.push(
+    text(left + (width - left) / 2, base + 34, 'offered load (open loop), × the round’s capacity', {
+      'text-anchor': 'middle',
+      'font-size': 11,
+      fill: MUTED,
+    }),
+  );
+  const key = legend(left, base + 58, width - left - 10, [
+    ...items.values(),
+    { kind: 'line', color: '#999', dash: '4 4', label: 'all of capacity, no more' },
+    { kind: 'whisker', label: `min–max over ${rounds(r.rounds)}` },
+  ]);
+  return page(
+    width,
+    base + 58 + key.height,
+    'Overload: goodput against offered load (2xx within 250 ms per second; higher is better)',
+    [
+      ...provenance(r),
+      `A 2 ms CPU handler; median of ${rounds(r.rounds)} of ${r.seconds} s; capacity measured each round; shed() options ${JSON.stringify(r.shedOptions ?? {})}; load average at the end ${(r.machine?.loadavg ?? []).join(' ')}.`,
+    ],
+    [...body, ...key.out],
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const CHARTS = [
@@ -448,6 +535,7 @@ const CHARTS = [
   ['core', coreChart],
   ['outage', outageChart],
   ['hotkey', hotkeyChart],
+  ['overload', overloadChart],
 ];
 mkdirSync(OUT, { recursive: true });
 let drawn = 0;

@@ -205,6 +205,7 @@ async function main() {
         const rate = cap * (load === 'critical' ? 4 : Number(load));
         for (const contender of CONTENDERS[framework]) {
           const summary = await measure(framework, contender, rate, load === 'critical' ? 5 : 0);
+          summary.share = summary.goodput / cap; // goodput as a share of this round's capacity
           runs[contender] ??= {};
           runs[contender][load] ??= [];
           runs[contender][load].push(summary);
@@ -228,7 +229,7 @@ async function main() {
         // Ratios within a round: to the contender's own goodput at 1x, and to the unprotected server's at this load.
         const own = rs.map((r, i) => r.goodput / (byLoad[1]?.[i]?.goodput ?? Number.NaN));
         const none = rs.map((r, i) => r.goodput / (runs.none?.[load]?.[i]?.goodput ?? Number.NaN));
-        const keys = ['goodput', 'p50', 'p99', 'shed', 'lost', 'critical', 'serverCpu', 'clientCpu', 'waitP99'];
+        const keys = ['goodput', 'share', 'p50', 'p99', 'shed', 'lost', 'critical', 'serverCpu', 'clientCpu', 'waitP99'];
         const s = Object.fromEntries(keys.map((k) => [k, stats(rs.map((r) => r[k] ?? 0))]));
         s.ownRatio = stats(own);
         s.noneRatio = stats(none);

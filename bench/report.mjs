@@ -91,25 +91,45 @@ const REPORTS = {
   overload: () => {
     const r = read('overload');
     if (!r) return undefined;
+    // Ratios per round (own goodput at 1x, the unprotected server's at the same load), when the run kept them.
+    const ratio = (c, load) => c[load].ownRatio ?? { median: c[load].goodput.median / c[1].goodput.median };
     const rows = Object.entries(r.frameworks).flatMap(([framework, f]) =>
       Object.entries(f.contenders).map(([contender, c], i) => {
-        const g = (load) => c[load].goodput.median;
         const shed = c[4].shed.median || c[4].lost.median ? `${pct(c[4].shed.median)} shed, ${pct(c[4].lost.median)} lost` : '0%';
         return [
-          i ? '' : `${framework} (${num(f.capacity)}/s)`,
+          i
+            ? ''
+            : `${framework} (${f.capacities ? spread({ median: f.capacity, min: Math.min(...f.capacities), max: Math.max(...f.capacities) }) : num(f.capacity)}/s)`,
           contender,
           spread(c[1].goodput),
           spread(c[2].goodput),
           spread(c[4].goodput),
-          `${num(g(2) / g(1), 2)}, ${num(g(4) / g(1), 2)}`,
+          `${spread(ratio(c, 2), 2)}; ${spread(ratio(c, 4), 2)}`,
+          c[4].noneRatio ? spread(c[4].noneRatio, 1) : '',
           `${num(c[2].p99.median)}, ${num(c[4].p99.median)}`,
           shed,
-          c.critical ? pct(c.critical.critical.median) : '',
+          c.critical
+            ? spread(
+                { median: c.critical.critical.median * 100, min: c.critical.critical.min * 100, max: c.critical.critical.max * 100 },
+                1,
+              )
+            : '',
+          c[4].serverCpu ? `${num(c[4].serverCpu.median, 2)}, ${num(c[4].clientCpu.median, 2)}` : '',
         ];
       }),
     );
-    const head = ['framework (capacity)', 'contender', 'goodput 1x', '2x', '4x', '2x / 1x, 4x / 1x', 'p99 ms of 2xx at 2x, 4x'];
-    return [stamp(r), '', ...table([...head, 'at 4x', `4x, 20% critical: critical 2xx in ${r.goodMs} ms`], rows)];
+    const head = [
+      'framework (capacity)',
+      'contender',
+      'goodput 1x',
+      '2x',
+      '4x',
+      '2x / own 1x; 4x / own 1x',
+      '4x / none',
+      'p99 ms of 2xx at 2x, 4x',
+    ];
+    const tail = ['at 4x', `4x, 20% critical: % critical 2xx in ${r.goodMs} ms`, 'cores used at 4x: server, load generator'];
+    return [stamp(r), '', ...table([...head, ...tail], rows)];
   },
   'lua-instructions': () => {
     const files = existsSync(RESULTS) ? readdirSync(RESULTS).filter((f) => /^lua-instructions-.*\.json$/.test(f)) : [];
