@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createDeadlines } from './deadlines.js';
+import { callOf, createDeadlines } from './deadlines.js';
 
 type Watch = ReturnType<typeof createDeadlines>;
 
 /** Watches `promise` under `watch`: its outcome goes to the callback the deadline returned, as a store's does. */
-function watchPromise<T>(watch: Watch, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {
-  const answer = watch<T>(done);
+function watchPromise<T>(watch: Watch, ms: number, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {
+  const answer = watch<T>(callOf(ms, done));
   promise.then((value) => answer(undefined, value), answer);
 }
 
@@ -16,7 +16,7 @@ function deadlines(ms: number) {
   const watch = createDeadlines(ms, () => new Error('timed out'));
   return <T>(promise: Promise<T>) =>
     new Promise<T>((resolve, reject) =>
-      watchPromise(watch, promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))),
+      watchPromise(watch, ms, promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))),
     );
 }
 
@@ -61,9 +61,9 @@ describe('createDeadlines', () => {
     const watch = createDeadlines(10, () => new Error('timed out'));
     const calls: unknown[][] = [[], [], []];
     const slow = manual<string>();
-    watchPromise(watch, Promise.resolve(1), (...args) => calls[0]?.push(args));
-    watchPromise(watch, Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
-    watchPromise(watch, slow.promise, (...args) => calls[2]?.push(args));
+    watchPromise(watch, 10, Promise.resolve(1), (...args) => calls[0]?.push(args));
+    watchPromise(watch, 10, Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
+    watchPromise(watch, 10, slow.promise, (...args) => calls[2]?.push(args));
     while (calls[2]?.length === 0) await later(5, null);
     slow.resolve('late'); // a reply after its deadline's answer is not a second answer
     await later(5, null);

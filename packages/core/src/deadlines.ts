@@ -1,14 +1,22 @@
 import { performance } from 'node:perf_hooks';
 
-/** A call in flight: a node of the list of calls in flight, oldest first. */
-interface Call {
+/**
+ * A call in flight: a node of the list of calls in flight, oldest first, and who hears how it ends. A
+ * caller may make its own object one (store-call.ts does: one object per call on the decision path).
+ */
+export interface Call<T = never> {
+  /** performance.now() ms at which its time is up. */
   at: number;
-  prev: Call | undefined;
-  next: Call | undefined;
+  prev: Call<never> | undefined;
+  next: Call<never> | undefined;
   /** 'due' once its time is up and it waits for the next I/O poll to fail. */
   state: 'waiting' | 'due' | 'settled';
-  done: Settle<never>;
+  /** Hears the call's first answer, or the deadline's error. */
+  settled(error: unknown, value?: T): void;
 }
+
+/** Starts a call's deadline (its `at`) and returns the callback its answer goes to, which passes on only a first answer. */
+export type Watch = <T>(call: Call<T>) => Settle<T>;
 
 /** How a watched call ends: with its value, its error, or the deadline's error; exactly once. */
 export type Settle<T> = (error: unknown, value?: T) => void;
@@ -20,9 +28,9 @@ export type Settle<T> = (error: unknown, value?: T) => void;
  * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
  * process was late to its timers still counts. Callbacks rather than a promise per call: this is on
  * every decision's path.
- * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch((e, reply) => ...));
+ * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch(callOf(50, (e, reply) => ...)));
  */
-export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Settle<T>, startedAt?: number) => Settle<T> {
+export function createDeadlines(ms: number, timedOut: () => Error): Watch {
   let head: Call | undefined;
   let tail: Call | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -48,7 +56,7 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Se
     if (head !== undefined) timer = setTimeout(fire, Math.max(1, head.at - now));
     if (due.length > 0) {
       setImmediate(() => {
-        for (const call of due) if (settle(call)) call.done(timedOut());
+        for (const call of due) if (settle(call)) call.settled(timedOut());
       });
     }
   }
@@ -65,18 +73,24 @@ export function createDeadlines(ms: number, timedOut: () => Error): <T>(done: Se
     return true;
   }
 
-  /**
-   * Starts a call's deadline, from `startedAt` (performance.now() read by the caller just before) or now;
-   * the call's own answer goes to the callback returned, which passes on only a first answer.
-   */
-  return function watch<T>(done: Settle<T>, startedAt = performance.now()): Settle<T> {
-    const call: Call = { at: startedAt + ms, prev: tail, next: undefined, state: 'waiting', done };
+  /** Starts a call's deadline and returns the callback its answer goes to, which passes on only a first answer. */
+  return function watch<T>(call: Call<T>): Settle<T> {
+    call.prev = tail;
     if (tail === undefined) head = call;
     else tail.next = call;
     tail = call;
     if (timer === undefined) timer = setTimeout(fire, ms);
     return (error, value) => {
-      if (settle(call)) done(error, value);
+      if (settle(call)) call.settled(error, value);
     };
   };
+}
+
+/**
+ * A Call from a callback, its time up `ms` after `startedAt` (performance.now() read by the caller just
+ * before, or now).
+ * @example store.decideWith(request, watch(callOf(50, (error, reply) => ...)))
+ */
+export function callOf<T>(ms: number, done: Settle<T>, startedAt = performance.now()): Call<T> {
+  return { at: startedAt + ms, prev: undefined, next: undefined, state: 'waiting', settled: done };
 }

@@ -71,7 +71,7 @@ export interface Decision {
  * store's retries are ms to the µs; the Decision's are whole ms, rounded up.
  */
 export function toDecision(policies: readonly Policy[], reply: StoreReply, source: DecisionSource, scale?: readonly number[]): Decision {
-  const entries: PolicyDecision[] = [];
+  const entries: PolicyDecision[] = new Array(policies.length);
   let binding = 0;
   for (let i = 0; i < policies.length; i++) {
     const p = policies[i] as Policy;
@@ -88,7 +88,7 @@ export function toDecision(policies: readonly Policy[], reply: StoreReply, sourc
       retryAfterMs,
     };
     if (p.algorithm === 'concurrent') entry.concurrent = true;
-    entries.push(entry);
+    entries[i] = entry;
     const b = entries[binding] as PolicyDecision;
     // Allowed: the rate policy with least left binds (slots count another thing), a concurrent one only alone.
     if (

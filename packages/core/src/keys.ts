@@ -53,8 +53,10 @@ export function storeKey(prefix: string, tag: string, policyId: string): string 
  * idempotent consume has one (idKey). Every key a request sends is built here.
  */
 export function requestKeys(prefix: string, tag: string, policies: readonly { id: string }[], id?: string): string[] {
-  const keys = policies.map((p) => storeKey(prefix, tag, p.id));
-  if (id !== undefined) keys.push(idKey(prefix, tag, id));
+  const n = policies.length;
+  const keys: string[] = new Array(id === undefined ? n : n + 1);
+  for (let i = 0; i < n; i++) keys[i] = storeKey(prefix, tag, (policies[i] as { id: string }).id);
+  if (id !== undefined) keys[n] = idKey(prefix, tag, id);
   return keys;
 }
 

@@ -1,7 +1,7 @@
 // The store call: a deadline on every call, and the circuit breaker in front of the store.
 import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
-import { createDeadlines, type Settle } from './deadlines.js';
+import { type Call, createDeadlines } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
@@ -12,14 +12,20 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-/** How a store call ends: with the reply (latencyMs 0), or with the error (a failure or the deadline) and how long it took. */
-export type StoreAnswer = (error: Error | undefined, reply: StoreReply | undefined, latencyMs: number) => void;
+/**
+ * Who hears how a store call ends: with the reply (latencyMs 0), or with the error (a failure or the
+ * deadline) and how long it took. An object with a method rather than a callback, so that the caller's
+ * one object per call can be its own listener (limiter.ts's StoreAsk).
+ */
+export interface StoreListener {
+  answered(error: Error | undefined, reply: StoreReply | undefined, latencyMs: number): void;
+}
 
 export interface StoreCall {
   /** May a call go to the store now? False while the breaker is open: the fail mode answers instead. */
   allow(now: number): boolean;
-  /** Calls the store, under its deadline; the breaker learns the outcome. Answers exactly once. */
-  decide(request: StoreRequest, now: number, answer: StoreAnswer): void;
+  /** Calls the store, under its deadline; the breaker learns the outcome. Answers `listener` exactly once. */
+  decide(request: StoreRequest, now: number, listener: StoreListener): void;
   /** Leaves the shared breaker. */
   close(): void;
 }
@@ -44,18 +50,20 @@ export function ask<T>(
 ): Promise<T> {
   if (!call.allow(now)) return Promise.resolve(without());
   return new Promise<T>((resolve, reject) => {
-    call.decide(request, now, (error, reply, latencyMs) => {
-      if (reply === undefined) {
-        report(key, error, latencyMs);
-        resolve(without());
-        return;
-      }
-      try {
-        resolve(answer(reply));
-      } catch (e) {
-        // A store's reply that cannot be read: the caller hears of it rather than waiting forever.
-        reject(e);
-      }
+    call.decide(request, now, {
+      answered(error, reply, latencyMs) {
+        if (reply === undefined) {
+          report(key, error, latencyMs);
+          resolve(without());
+          return;
+        }
+        try {
+          resolve(answer(reply));
+        } catch (e) {
+          // A store's reply that cannot be read: the caller hears of it rather than waiting forever.
+          reject(e);
+        }
+      },
     });
   });
 }
@@ -73,10 +81,10 @@ export function createStoreCall(
   if (store.local) {
     return {
       allow: () => true,
-      decide: (request, _now, answer) =>
+      decide: (request, _now, listener) =>
         void store.decide(request).then(
-          (reply) => answer(undefined, reply, 0),
-          (e: unknown) => answer(asError(e), undefined, 0),
+          (reply) => listener.answered(undefined, reply, 0),
+          (e: unknown) => listener.answered(asError(e), undefined, 0),
         ),
       close() {},
     };
@@ -91,27 +99,42 @@ export function createStoreCall(
   const breaker: Breaker | undefined = held?.breaker;
   const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
   const { clock } = o;
+
+  /** One call: its deadline's node, and how its end reaches the breaker and the listener. One object per call. */
+  class Asked implements Call<StoreReply> {
+    prev: Call<never> | undefined = undefined;
+    next: Call<never> | undefined = undefined;
+    state: Call['state'] = 'waiting';
+    constructor(
+      readonly at: number,
+      readonly request: StoreRequest,
+      readonly now: number,
+      readonly listener: StoreListener,
+    ) {}
+
+    // The clock is read for a failure only (its latency, the breaker's count); an answer reads it only if
+    // it closes the breaker.
+    settled(e: unknown, reply?: StoreReply): void {
+      if (reply === undefined || !fits(reply, this.request)) {
+        const end = clock();
+        const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
+        // A store still making its connection has not failed: its late calls do not open the breaker.
+        if (store.connecting?.()) breaker?.unanswered();
+        else breaker?.failure(end, error);
+        this.listener.answered(error, undefined, end - this.now);
+      } else {
+        breaker?.success(clock);
+        this.listener.answered(undefined, reply, 0);
+      }
+    }
+  }
+
   return {
     allow: (now) => breaker === undefined || breaker.allow(now),
-    decide(request, now, answer) {
-      // The clock is read for a failure only (its latency, the breaker's count); an answer reads it
-      // only if it closes the breaker.
-      const done: Settle<StoreReply> = (e, reply) => {
-        if (reply === undefined || !fits(reply, request)) {
-          const end = clock();
-          const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
-          // A store still making its connection has not failed: its late calls do not open the breaker.
-          if (store.connecting?.()) breaker?.unanswered();
-          else breaker?.failure(end, error);
-          answer(error, undefined, end - now);
-        } else {
-          breaker?.success(clock);
-          answer(undefined, reply, 0);
-        }
-      };
+    decide(request, now, listener) {
       // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
       const startedAt = o.testClock ? performance.now() : now;
-      const answered = watch(done, startedAt);
+      const answered = watch(new Asked(startedAt + o.timeout, request, now, listener));
       try {
         if (store.decideWith !== undefined) store.decideWith(request, answered, startedAt + o.timeout);
         else store.decide(request).then((reply) => answered(undefined, reply), answered);
