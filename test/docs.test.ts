@@ -296,12 +296,14 @@ describe('the documentation', () => {
   afterAll(async () => {
     await redis?.stop();
     await cluster?.stop();
+    await typeCheck; // tsc reads the dir: not removed under it (when -t left its test out)
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     const total = blocks.length;
-    process.stdout.write(
+    // console.log: jest shows it from a worker too (a worker's own stdout may be swallowed).
+    console.log(
       `docs blocks: ${total} in ${new Set(blocks.map((b) => b.file)).size} files; ${counts.run} run with node, ` +
         `${counts.typeChecked} type-checked, ${counts.parsed} JS fragments parsed, ${counts.shellChecked} sh checked, ` +
-        `${counts.skipped} skipped (text, output, not run)\n`,
+        `${counts.skipped} skipped (text, output, not run)`,
     );
   });
 
