@@ -311,7 +311,7 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
             ? `key:${j}`
             : j % 4 === 1
               ? `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}/30`
-              : `2001:db8:${j.toString(16)}::/48`;
+              : `2001:db8:${(j & 0xffff).toString(16)}:${(j >> 16).toString(16)}::/64`;
         fields.push(JSON.stringify(['deny', '', pattern]), '0|{}');
       }
       await client.hset(setKey, ...fields);
@@ -330,7 +330,7 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       expect(await child.consume('key:99999')).toMatchObject({ source: 'store' });
       expect(await child.consume('u', { ip: '10.0.0.22' })).toMatchObject({ source: 'rule', rule: { pattern: '10.0.0.20/30' } });
       expect(await child.consume('u', { ip: '10.0.0.29' })).toMatchObject({ source: 'store' });
-      expect(await child.consume('u', { ip: `2001:db8:${(3).toString(16)}:1::9` })).toMatchObject({ source: 'rule' });
+      expect(await child.consume('u', { ip: '2001:db8:3:0:1::9' })).toMatchObject({ source: 'rule' });
       const reader = createRules({ store, prefix });
       expect((await collect(reader.list())).length).toBe(100_000);
       await reader.close();

@@ -47,19 +47,33 @@ export interface Address {
   bits: number;
 }
 
-const V4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-/** An IPv4 dotted quad as a 32-bit unsigned number, or -1. Cheap: it runs on every decision's key. */
-function v4Number(s: string): number {
-  const m = V4.exec(s);
-  if (m === null) return -1;
+/**
+ * The IPv4 dotted quad s[0, end) as a 32-bit unsigned number, or -1. A scan of char codes, no regex and
+ * nothing allocated: it runs on every decision's key while address rules are loaded.
+ */
+export function v4Number(s: string, end = s.length): number {
   let n = 0;
-  for (let i = 1; i <= 4; i++) {
-    const part = Number(m[i]);
-    if (part > 255 || ((m[i] as string).length > 1 && (m[i] as string)[0] === '0')) return -1;
-    n = n * 256 + part;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (digits === 0 || dots === 3) return -1;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57) {
+      // No leading zero ('01' is octal to some parsers, so no address here), at most 3 digits, <= 255.
+      if ((digits === 1 && part === 0) || digits === 3) return -1;
+      part = part * 10 + (c - 48);
+      digits++;
+      if (part > 255) return -1;
+    } else return -1;
   }
-  return n;
+  if (dots !== 3 || digits === 0) return -1;
+  return n * 256 + part;
 }
 
 /**
@@ -71,6 +85,14 @@ export function parseAddress(s: string): Address | undefined {
   const c = s.charCodeAt(0);
   // Neither a digit nor a hex letter or ':' first: not an address (most keys: 'user:42', 'acct_7').
   if (!((c >= 48 && c <= 58) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return undefined;
+  // Before node:net's parse, a scan: an IPv6 address has a ':' and, up to a zone's '%', hex digits, ':' and '.' only.
+  let colon = false;
+  for (let i = 0; i < s.length; i++) {
+    const d = s.charCodeAt(i);
+    if (d === 37 /* % */ || d === 47 /* / */) break;
+    if (d === 58) colon = true;
+    else if (!((d >= 48 && d <= 57) || (d >= 97 && d <= 102) || (d >= 65 && d <= 70) || d === 46)) return undefined;
+  }
   const slash = s.indexOf('/');
   const body = slash < 0 ? s : s.slice(0, slash);
   let bits = -1;
@@ -79,7 +101,8 @@ export function parseAddress(s: string): Address | undefined {
     if (!/^\d{1,3}$/.test(tail)) return undefined;
     bits = Number(tail);
   }
-  const n = v4Number(body);
+  const n = v4Number(s, slash < 0 ? s.length : slash);
+  if (n < 0 && !colon) return undefined;
   let a: Address;
   if (n >= 0) {
     if (bits > 32) return undefined;
@@ -158,6 +181,19 @@ class Trie {
     return this.nodes++;
   }
 
+  /** walk() for an IPv4 address as a number, all 32 bits: the decision path's, with no array made. */
+  walkV4(n: number): void {
+    const { zero, one, at, slots } = this;
+    let node = 0;
+    for (let b = 0; ; b++) {
+      const i = at[node] as number;
+      if (i !== 0) take(slots[i - 1] as Slot, b);
+      if (b === 32) return;
+      node = ((n >>> (31 - b)) & 1) === 1 ? (one[node] as number) : (zero[node] as number);
+      if (node === 0) return;
+    }
+  }
+
   /** Gives `seen` each slot on the path of `words`, up to `bits` deep, shortest range first. */
   walk(words: readonly number[], bits: number, seen: (slot: Slot, depth: number) => void): void {
     const { zero, one, at, slots } = this;
@@ -180,6 +216,9 @@ class ScopeRules {
   v6: Trie | undefined;
 }
 
+/** Most keys whose rule a RuleSet remembers (match()). */
+const SEEN_KEYS = 65_536;
+
 /** A rule is in force at `now` (store clock) when it has no expiry or has not reached it. */
 const live = (rule: Rule | undefined, now: number): rule is Rule =>
   rule !== undefined && (rule.expiresAt === undefined || rule.expiresAt > now);
@@ -187,6 +226,8 @@ const live = (rule: Rule | undefined, now: number): rule is Rule =>
 /** The rules a process holds, matched per request. Immutable once built. */
 export class RuleSet {
   private readonly scopes = new Map<string, ScopeRules>();
+  /** The rule (or null: none) of keys matched lately on themselves alone (match()). */
+  private readonly seen = new Map<string, Rule | null>();
   private readonly unscoped: ScopeRules | undefined;
   private addresses = false;
   readonly size: number;
@@ -227,22 +268,48 @@ export class RuleSet {
    */
   match(key: string, scope: string | undefined, ip: string | undefined, now: number): Rule | undefined {
     if (this.size === 0) return undefined;
+    // A key matched on itself alone (no other IP, no rules of its scope) is looked up once per rule set: its
+    // rule, or none, holds until the set is replaced, for within a set rules only lapse. A rule found that
+    // has lapsed since is looked up again (what stood behind it may be in force).
+    const plain = (ip === undefined || ip === key) && (scope === undefined || !this.scopes.has(scope));
+    if (plain) {
+      const known = this.seen.get(key);
+      if (known === null) return undefined;
+      if (known !== undefined && live(known, now)) return known;
+    }
+    const rule = this.find(key, scope, ip, now);
+    if (plain) {
+      // Bounded: a flood of new keys empties it now and then, and costs each a lookup of its own.
+      if (this.seen.size >= SEEN_KEYS) this.seen.clear();
+      this.seen.set(key, rule ?? null);
+    }
+    return rule;
+  }
+
+  private find(key: string, scope: string | undefined, ip: string | undefined, now: number): Rule | undefined {
     found.deny = found.allow = found.override = undefined;
     found.depth = -1;
     found.now = now;
+    // Addresses: a plain IPv4 one as a number (the usual client key or IP: nothing allocated), else parsed.
+    let keyV4 = -1;
+    let ipV4 = -1;
     let keyAddress: Address | undefined;
     let ipAddress: Address | undefined;
     if (this.addresses) {
-      keyAddress = parseAddress(key);
-      ipAddress = ip === undefined ? undefined : ip === key ? keyAddress : parseAddress(ip);
+      keyV4 = v4Number(key);
+      if (keyV4 < 0) keyAddress = parseAddress(key);
+      if (ip !== undefined && ip !== key) {
+        ipV4 = v4Number(ip);
+        if (ipV4 < 0) ipAddress = parseAddress(ip);
+      }
     }
     if (scope !== undefined) {
       const scoped = this.scopes.get(scope);
-      if (scoped !== undefined) look(scoped, key, keyAddress, ipAddress);
+      if (scoped !== undefined) look(scoped, key, keyV4, keyAddress, ipV4, ipAddress);
     }
     // The call's scope is more specific: an override found there stands.
     const scopedOverride = found.override;
-    if (this.unscoped !== undefined) look(this.unscoped, key, keyAddress, ipAddress);
+    if (this.unscoped !== undefined) look(this.unscoped, key, keyV4, keyAddress, ipV4, ipAddress);
     return found.deny ?? found.allow ?? scopedOverride ?? found.override;
   }
 }
@@ -261,10 +328,19 @@ function take(slot: Slot, depth: number): void {
   }
 }
 
-function look(rules: ScopeRules, key: string, keyAddress: Address | undefined, ipAddress: Address | undefined): void {
+function look(
+  rules: ScopeRules,
+  key: string,
+  keyV4: number,
+  keyAddress: Address | undefined,
+  ipV4: number,
+  ipAddress: Address | undefined,
+): void {
   const exact = rules.exact.get(key);
   if (exact !== undefined) take(exact, Number.POSITIVE_INFINITY);
-  if (keyAddress !== undefined) (keyAddress.v6 ? rules.v6 : rules.v4)?.walk(keyAddress.words, keyAddress.bits, take);
-  if (ipAddress !== undefined && ipAddress !== keyAddress)
-    (ipAddress.v6 ? rules.v6 : rules.v4)?.walk(ipAddress.words, ipAddress.bits, take);
+  const { v4 } = rules;
+  if (keyV4 >= 0) v4?.walkV4(keyV4);
+  else if (keyAddress !== undefined) (keyAddress.v6 ? rules.v6 : v4)?.walk(keyAddress.words, keyAddress.bits, take);
+  if (ipV4 >= 0) v4?.walkV4(ipV4);
+  else if (ipAddress !== undefined) (ipAddress.v6 ? rules.v6 : v4)?.walk(ipAddress.words, ipAddress.bits, take);
 }

@@ -123,9 +123,11 @@ export function createRules(options: RulesOptions): Rules {
 
   // A store call that never answers (a client that queues while a Cluster finds its slots) must not hold
   // the refreshes, or a write's caller, for ever.
+  // A load reads every rule (100,000 take a few hundred ms of a busy machine): it gets longer.
   const deadlineMs = Math.max(5000, refreshMs);
+  const loadDeadlineMs = Math.max(60_000, refreshMs);
   const load = async (): Promise<void> => {
-    const snapshot = await timed(rs.load(prefix), deadlineMs);
+    const snapshot = await timed(rs.load(prefix), loadDeadlineMs);
     offset = snapshot.now - Date.now();
     const rules: Rule[] = [];
     for (const [id, value] of snapshot.entries) {
@@ -239,7 +241,7 @@ export function createRules(options: RulesOptions): Rules {
         async *[Symbol.asyncIterator]() {
           let snapshot: Awaited<ReturnType<RuleStore['load']>>;
           try {
-            snapshot = await timed(rs.load(prefix), deadlineMs);
+            snapshot = await timed(rs.load(prefix), loadDeadlineMs);
           } catch (error) {
             throw new SluiceError('ERR_SLUICE_STORE', `the rules could not be read: the store failed (${errorText(error)})`, {
               cause: error,

@@ -1,0 +1,165 @@
+// Rules' cost per decision (issue 27), on one redis-server this script starts. Three limiters, side by side in
+// interleaved rounds: no rules at all; rules with none loaded; rules with 100,000 loaded (half exact keys, half
+// CIDR ranges: 25,000 IPv4 /30 and 25,000 IPv6 /64). Each consumes 10,000 IPv4 client keys, passing the key as
+// the client IP too (as the adapters do), none of which any rule matches, so every rule is looked at and every
+// decision still goes to Redis: what is measured is the rule check's cost on the way. Per limiter and round:
+// Node CPU per decision (process.cpuUsage), Redis CPU per decision (INFO cpu), and Redis commands per decision
+// (INFO commandstats: the rules' refresh is one small EVALSHA per second, never one per decision). The ratios
+// to no rules are taken within each round. Then the matcher alone, on the same 100,000 rules: this trie
+// (rule-match.ts) against node:net's BlockList, ns per lookup, and the time to build each.
+// Usage: pnpm build && node bench/rules.mjs [--seconds 2 --rounds 5 --inflight 512]
+import { execFileSync } from 'node:child_process';
+import { BlockList } from 'node:net';
+import { createLimiter, createRules, redisStore } from '@sluice/core';
+import { RuleSet } from '../packages/core/dist/esm/rule-match.js';
+import { arg } from './args.mjs';
+import { startRedis } from './redis-server.mjs';
+import { stats } from './stats.mjs';
+
+const SECONDS = Number(arg('seconds', 2));
+const ROUNDS = Number(arg('rounds', 5));
+const IN_FLIGHT = Number(arg('inflight', 512));
+const RULES = 100_000;
+
+// Client keys in 100.64.0.0/10, where no rule is.
+const keys = Array.from({ length: 10_000 }, (_, i) => `100.${64 + ((i >> 16) & 63)}.${(i >> 8) & 255}.${i & 255}`);
+
+/** The 100,000 rules: [identity, value] as lua/rules.lua stores them, and as patterns. */
+function ruleFields() {
+  const fields = [];
+  const patterns = [];
+  for (let j = 0; j < RULES; j++) {
+    const n = j * 4;
+    const pattern =
+      j % 2 === 0
+        ? `customer:${j}`
+        : j % 4 === 1
+          ? `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}/30`
+          : `2001:db8:${(j & 0xffff).toString(16)}:${(j >> 16).toString(16)}::/64`;
+    patterns.push(pattern);
+    fields.push(JSON.stringify(['deny', '', pattern]), '0|{}');
+  }
+  return { fields, patterns };
+}
+
+const redis = await startRedis();
+const { client } = redis;
+const store = redisStore({ client });
+const { fields, patterns } = ruleFields();
+for (let i = 0; i < fields.length; i += 10_000) await client.hset('rc:{#rules}:set', ...fields.slice(i, i + 10_000));
+await client.incr('rc:{#rules}:v');
+
+const policy = '1000000/1h';
+const empty = createRules({ store, prefix: 'rb' });
+let loadedAt = 0;
+const full = createRules({
+  store,
+  prefix: 'rc',
+  onEvent: (e) => {
+    if (e.type === 'rule-change' && e.rules === RULES) loadedAt = performance.now();
+    if (e.type === 'rule-error') console.error(`rules: ${e.error.message}`);
+  },
+});
+const started = performance.now();
+while (loadedAt === 0) await new Promise((r) => setTimeout(r, 10));
+console.log(`100,000 rules loaded by a process in ${Math.round(loadedAt - started)} ms (read, decode, trie)`);
+
+const contenders = [
+  { name: 'no rules', limiter: createLimiter({ policy, store, prefix: 'a', timeout: 10_000 }) },
+  { name: 'rules, 0 loaded', limiter: createLimiter({ policy, store, prefix: 'b', timeout: 10_000, rules: empty }) },
+  { name: 'rules, 100,000 loaded', limiter: createLimiter({ policy, store, prefix: 'c', timeout: 10_000, rules: full }) },
+];
+
+let offStore = 0;
+/** One contender for SECONDS at IN_FLIGHT: decisions, Node CPU µs, Redis CPU µs, Redis commands. */
+async function run(limiter) {
+  await client.config('RESETSTAT');
+  const redisBefore = await redis.cpuUs();
+  const cpuBefore = process.cpuUsage();
+  const end = performance.now() + SECONDS * 1000;
+  let n = 0;
+  let k = 0;
+  const worker = async () => {
+    while (performance.now() < end) {
+      const key = keys[k++ % keys.length];
+      const d = await limiter.consume(key, { ip: key });
+      if (d.source !== 'store') offStore++;
+      n++;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  const cpu = process.cpuUsage(cpuBefore);
+  const redisCpu = (await redis.cpuUs()) - redisBefore;
+  const commandstats = await client.info('commandstats');
+  let commands = 0;
+  for (const m of commandstats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) if (m[1] !== 'info' && m[1] !== 'config') commands += Number(m[2]);
+  const evalsha = Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(commandstats)?.[1] ?? 0);
+  return { n, nodeUs: (cpu.user + cpu.system) / n, redisUs: redisCpu / n, commands: commands / n, evalsha };
+}
+
+for (const c of contenders) await run(c.limiter); // warm-up: scripts loaded, code optimized
+const rounds = contenders.map(() => []);
+for (let r = 0; r < ROUNDS; r++) {
+  // Rotate the order each round, so that no contender always runs first after a pause.
+  for (let i = 0; i < contenders.length; i++) {
+    const c = (i + r) % contenders.length;
+    rounds[c].push(await run(contenders[c].limiter));
+  }
+}
+if (offStore > 0) throw new Error(`${offStore} decisions did not come from Redis: raise the timeout`);
+
+const fmt = (s, d = 3) => `${s.median.toFixed(d)} (${s.min.toFixed(d)}–${s.max.toFixed(d)})`;
+const load = execFileSync('uptime', { encoding: 'utf8' }).trim();
+console.log(`\n${load}\n${ROUNDS} rounds of ${SECONDS} s each, ${IN_FLIGHT} in flight, 10,000 keys\n`);
+console.log(
+  '| limiter | decisions/s | Node CPU µs per decision | ratio to no rules | Redis CPU µs per decision | ratio to no rules | Redis commands per decision |',
+);
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+contenders.forEach((c, i) => {
+  const rs = rounds[i];
+  const ratio = (field) => stats(rs.map((x, r) => x[field] / rounds[0][r][field]));
+  console.log(
+    `| ${c.name} | ${Math.round(stats(rs.map((x) => x.n / SECONDS)).median).toLocaleString('en')} | ${fmt(stats(rs.map((x) => x.nodeUs)))} | ${
+      i === 0 ? '1' : fmt(ratio('nodeUs'))
+    } | ${fmt(stats(rs.map((x) => x.redisUs)))} | ${i === 0 ? '1' : fmt(ratio('redisUs'))} | ${fmt(stats(rs.map((x) => x.commands)), 4)} |`,
+  );
+});
+
+// The matcher alone: lookups of addresses that no rule holds, and of ones a range holds.
+const rules = patterns.map((pattern) => ({ kind: 'deny', pattern }));
+let t = performance.now();
+const set = new RuleSet(rules);
+const trieBuild = performance.now() - t;
+t = performance.now();
+const list = new BlockList();
+for (const p of patterns) {
+  if (!p.includes('/')) continue;
+  const [a, bits] = p.split('/');
+  list.addSubnet(a, Number(bits), a.includes(':') ? 'ipv6' : 'ipv4');
+}
+const listBuild = performance.now() - t;
+const probes = [...keys.slice(0, 5000), ...Array.from({ length: 5000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.${(i * 4) & 255}`)];
+const time = (fn) => {
+  const rs = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const t0 = process.hrtime.bigint();
+    let hits = 0;
+    for (let rep = 0; rep < 20; rep++) for (const ip of probes) if (fn(ip)) hits++;
+    rs.push(Number(process.hrtime.bigint() - t0) / (20 * probes.length));
+    if (hits === 0) throw new Error('no hits');
+  }
+  return stats(rs);
+};
+time((ip) => set.match(ip, undefined, ip, 0));
+const trie = time((ip) => set.match(ip, undefined, ip, 0));
+time((ip) => list.check(ip, 'ipv4'));
+const blockList = time((ip) => list.check(ip, 'ipv4'));
+console.log('\n| matcher, 100,000 rules (50,000 ranges) | build ms | ns per lookup, half hits |');
+console.log('| --- | --- | --- |');
+console.log(`| trie (rule-match.ts: keys, both families, the rule found) | ${Math.round(trieBuild)} | ${fmt(trie, 0)} |`);
+console.log(`| node:net BlockList (ranges only, yes or no) | ${Math.round(listBuild)} | ${fmt(blockList, 0)} |`);
+
+for (const c of contenders) await c.limiter.close();
+await empty.close();
+await full.close();
+await redis.stop();
