@@ -7,6 +7,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, createRules, type Decision, type Rule, redisStore, type Store } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
+import { CLIENT_KINDS } from './support/clients';
 import { type RedisCluster, type RedisServer, sleep, startCluster, startRedis, uniquePrefix } from './support/redis';
 
 jest.setTimeout(120_000);
@@ -345,3 +346,48 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   for await (const item of items) out.push(item);
   return out;
 }
+
+describe('rules on every client the Redis store takes (standalone)', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(() => server.stop());
+
+  it.each(CLIENT_KINDS.map((k) => [k.name, k] as const))('%s: writes, lists and refreshes rules another client reads', async (_, kind) => {
+    const prefix = uniquePrefix();
+    const tested = await kind.standalone(server.port);
+    const other = new Redis({ port: server.port });
+    const rules = createRules({ store: redisStore({ client: tested.client }), prefix, refresh: 200 });
+    const reader = createRules({ store: redisStore({ client: other }), prefix, refresh: 200 });
+    const limiter = createLimiter({ policy: '5/1m', store: redisStore({ client: other }), prefix, rules: reader, timeout: 2000 });
+    try {
+      await rules.deny('10.9.0.0/16', { ttl: '1h', reason: kind.name });
+      await rules.override('k', '50/1m');
+      expect((await collect(rules.list())).map((r) => r.kind).sort()).toEqual(['deny', 'override']);
+      await until(
+        Date.now(),
+        700,
+        () => limiter.peek('x', { ip: '10.9.3.4' }) as Promise<never>,
+        (d: Seen) => d.source === 'rule',
+      );
+      expect((await limiter.peek('k')).limit).toBe(50);
+      // And the tested client reads what the other wrote.
+      const back = createLimiter({ policy: '5/1m', store: redisStore({ client: tested.client }), prefix, rules, timeout: 2000 });
+      await reader.deny('gone');
+      await until(
+        Date.now(),
+        700,
+        () => back.peek('gone') as Promise<never>,
+        (d: Seen) => d.source === 'rule',
+      );
+      await back.close();
+    } finally {
+      await limiter.close();
+      await rules.close();
+      await reader.close();
+      other.disconnect();
+      await tested.close();
+    }
+  });
+});

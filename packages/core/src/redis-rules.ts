@@ -19,14 +19,23 @@ const text = (x: unknown): string => (typeof x === 'string' ? x : Buffer.isBuffe
 
 /** The Redis store's rules: one script call per read or write. */
 export function redisRules(client: ScriptClient): RuleStore {
-  const run = (keys: string[], args: string[]): Promise<unknown> => {
-    // A connection that is down fails the call now rather than in the client's offline queue: a refresh
-    // retries on its next tick, and a write must tell its operator it did not land.
-    const down = client.down(client.cluster ? calculateSlot(keys[0] as string) : undefined);
-    if (down !== undefined) return Promise.reject(new Error(down));
-    return attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
+  const send = (keys: string[], args: string[]): Promise<unknown> =>
+    attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
       return client.eval(RULES_SCRIPT, keys, args);
+    });
+  const run = (keys: string[], args: string[]): Promise<unknown> => {
+    // A connection that is down fails the call now rather than in the client's offline queue: a refresh
+    // retries on its next tick, and a write must tell its operator it did not land. One being made (the
+    // app's first connect, a reconnect) is waited for: rules.ts bounds the wait.
+    const slot = client.cluster ? calculateSlot(keys[0] as string) : undefined;
+    const down = client.down(slot);
+    if (down === undefined) return send(keys, args);
+    if (!client.connecting()) return Promise.reject(new Error(down));
+    return new Promise<void>((settled) => client.whenSettled(settled)).then(() => {
+      const still = client.down(slot);
+      if (still !== undefined) throw new Error(still);
+      return send(keys, args);
     });
   };
   return {
