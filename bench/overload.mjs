@@ -1,14 +1,20 @@
 // Overload benchmark (issue 29): a server per framework whose handler burns 2 ms of CPU, offered an open-loop
 // rate (requests sent on a schedule, whatever the answers: a request's latency counts from when it was due,
-// so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its measured capacity. Contenders side by
-// side in each round: no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every
-// 100 ms, the same signal and threshold as sluice's default targetDelay) and sluice's shed() with its defaults.
-// Each (contender, load) gets a fresh server process on 127.0.0.1, so no backlog carries over. Capacity: the
-// unprotected server's req/s under 16 closed-loop connections (autocannon), once per framework.
-// Per load: goodput (2xx answered within 250 ms of being due, per second), p50/p99 of admitted (2xx) requests,
-// share shed (503), share lost (no answer within the drain); then 4x with every fifth request critical
-// (x-priority: critical), and the share of those that got a 2xx within 250 ms.
-// Usage: pnpm build && node bench/overload.mjs [--seconds 2 --rounds 3 --frameworks express,fastify,koa]
+// so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its capacity. Contenders side by side:
+// no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every 100 ms, the same
+// signal and threshold as sluice's default targetDelay) and sluice's shed() (its defaults, or --shed JSON).
+// The load generator is this process; each (contender, load) gets a fresh server in a child process on
+// 127.0.0.1, so no backlog carries over. Each round measures capacity again (the unprotected server's req/s
+// under 16 closed-loop connections, autocannon: on a shared machine what the server gets of a core moves),
+// then runs each load with the contenders in turn, so that the contenders of one load meet the same machine.
+// Per load: goodput (2xx answered within 250 ms of being due, per second), as a ratio within the round to the
+// contender's own goodput at 1x and to the unprotected server's at that load; p50/p99 of admitted (2xx)
+// requests; share shed (503) and lost (no answer within the drain); the cores each side used; then 4x with
+// every fifth request critical (x-priority: critical), and the share of those that got a 2xx within 250 ms.
+// --nice N runs both sides at that priority (root only), --verbose prints every run (with the shedder's limit
+// and the time each 2xx waited before its handler), --contenders and --loads narrow the run.
+// Usage: pnpm build && node bench/overload.mjs [--seconds 3 --rounds 3 --frameworks express,fastify,koa]
+//        [--shed '{"reserve":{"critical":0.8}}'] [--nice -10] [--verbose]
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { loadavg, setPriority } from 'node:os';
