@@ -1,4 +1,4 @@
-// Issue 26, part 3: under express-rate-limit's spelling, @sluice/express behaves as express-rate-limit does.
+// Issue 26, part 3: under express-rate-limit's spelling (7 and 8), @sluice/express behaves as express-rate-limit does.
 // Differential: each configuration runs on two real servers, one with the real express-rate-limit and one
 // with sluice in its place (memory stores), the same request sequence goes to both, and every answer is
 // compared: status, the rate-limit headers (names and values; reset seconds within 1 s), content type
@@ -9,6 +9,7 @@ import { redisStore } from '@sluice/core';
 import { rateLimit as sluice } from '@sluice/express';
 import express from 'express';
 import { rateLimit as erl } from 'express-rate-limit';
+import { rateLimit as erl8 } from 'express-rate-limit8';
 import type Redis from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import { uniquePrefix } from './support/redis';
@@ -200,9 +201,9 @@ const CASES: Case[] = [
 ];
 
 /** Runs `c` on express-rate-limit with `peerMore` and on sluice with `oursMore`, comparing every answer. */
-async function compare(c: Case, peerMore: Options = {}, oursMore: Options = {}): Promise<void> {
+async function compare(c: Case, peerMore: Options = {}, oursMore: Options = {}, library: typeof erl = erl): Promise<void> {
   {
-    const peer = await start(erl({ ...c.options(), validate: false, ...peerMore } as never));
+    const peer = await start(library({ ...c.options(), validate: false, ...peerMore } as never));
     const ours = await start(sluice({ ...c.options(), ...oursMore } as never));
     try {
       for (const [i, step] of c.steps.entries()) {
@@ -237,6 +238,12 @@ async function compare(c: Case, peerMore: Options = {}, oursMore: Options = {}):
 describe('express-rate-limit and @sluice/express answer alike (differential, memory stores)', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
     await compare(c);
+  });
+});
+
+describe('express-rate-limit 8 and @sluice/express answer alike (differential, memory stores)', () => {
+  it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    await compare(c, {}, {}, erl8 as unknown as typeof erl);
   });
 });
 

@@ -43,10 +43,14 @@ export const EXPRESS_RATE_LIMIT_NAMES = [
   'passOnStoreError',
   'validate',
   'requestPropertyName',
+  'retryAfter',
+  'logger',
 ] as const;
 
 /** Refused, each with what to use instead. */
 const REFUSED: Record<string, string> = {
+  retryAfter: "absent: Retry-After is the seconds to the window's end, as express-rate-limit's default",
+  logger: 'absent: onEvent hears what sluice reports (and console.warn the X-Forwarded-For warning)',
   requestPropertyName: 'absent: req.rateLimit holds the Decision (limit, remaining, resetMs); read it there',
 };
 
