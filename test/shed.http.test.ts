@@ -145,7 +145,7 @@ describe.each<Framework>(['express', 'fastify', 'koa'])('shed() in %s', (framewo
     const first = fetch(`${app.url}/slow`);
     await app.entered;
     const normal = fetch(`${app.url}/fast`);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // it waits in the room
+    await new Promise((resolve) => setTimeout(resolve, 200)); // it waits in the room (if not yet, the test passes without testing the swap)
     const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
     expect((await normal).status).toBe(503); // shed now, not after 10 s
     app.open();
