@@ -88,14 +88,13 @@ export function createRuleCheck(
   return (key, scope, ip) => {
     const set = rules.current();
     if (set.size === 0) return undefined;
-    const now = rules.now();
-    const rule = set.match(key, scope, ip, now);
+    const rule = set.match(key, scope, ip, rules.now);
     if (rule === undefined) return undefined;
     if (rule.kind === 'override') {
       const over = overrideSet(rule);
       return over === undefined ? undefined : { set: over };
     }
-    return { decision: ruleDecision(rule, now) };
+    return { decision: ruleDecision(rule, rule.expiresAt === undefined ? 0 : rules.now()) };
   };
 }
 

@@ -264,9 +264,9 @@ export class RuleSet {
 
   /**
    * The rule in force for a request: its key, its counter's scope, its client IP (adapters), at `now`
-   * on the store's clock. A deny, else an allow, else the most specific override, else undefined.
+   * on the store's clock (or a clock to read it from, when a rule that lapses is found). A deny, else an allow, else the most specific override, else undefined.
    */
-  match(key: string, scope: string | undefined, ip: string | undefined, now: number): Rule | undefined {
+  match(key: string, scope: string | undefined, ip: string | undefined, now: number | (() => number)): Rule | undefined {
     if (this.size === 0) return undefined;
     // A key matched on itself alone (no other IP, no rules of its scope) is looked up once per rule set: its
     // rule, or none, holds until the set is replaced, for within a set rules only lapse. A rule found that
@@ -275,9 +275,10 @@ export class RuleSet {
     if (plain) {
       const known = this.seen.get(key);
       if (known === null) return undefined;
-      if (known !== undefined && live(known, now)) return known;
+      // The clock is read only for a rule that lapses: most decisions read none.
+      if (known !== undefined && (known.expiresAt === undefined || known.expiresAt > (typeof now === 'number' ? now : now()))) return known;
     }
-    const rule = this.find(key, scope, ip, now);
+    const rule = this.find(key, scope, ip, typeof now === 'number' ? now : this.nextExpiry === Number.POSITIVE_INFINITY ? 0 : now());
     if (plain) {
       // Bounded: a flood of new keys empties it now and then, and costs each a lookup of its own.
       if (this.seen.size >= SEEN_KEYS) this.seen.clear();
