@@ -67,6 +67,8 @@ describe('the store protocol on a real Redis', () => {
       [true, true, false],
       // A first-hit window: refused at its limit, a refund lets one more through.
       [true, true, false, true, true, false],
+      // Reservations: in line, refused past maxWait, an id's, its replay, a sliding window's.
+      [true, true, false, true, true, true, true],
     ]);
   });
 

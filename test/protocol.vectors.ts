@@ -24,6 +24,7 @@ const swSl = [sw, sl];
 const tbDay = [tb, day];
 const fhOnly = [fh];
 const fhFw = [fh, fw];
+const swOnly = [sw];
 
 const consume = (keys: string[], policies: readonly (typeof tb)[], cost = 1, more: Partial<StoreRequest> = {}): StoreRequest => ({
   keys,
@@ -137,6 +138,28 @@ export const VECTORS: Vector[] = [
       ...['1', 'a', '-1', '0', '', '1', '1'],
       ...['1', 'c', '1', '0', '', '1', '1'],
       ...['1', 'p', '1', '0', '', '1', '1'],
+    ],
+  },
+  {
+    name: "reservations ('w', limiter.wait): a place in line within maxWait, a refusal past it, an id replayed, a sliding window's next window",
+    requests: [
+      consume(['{h}tb'], tbOnly, 10),
+      // The bucket refills one every 6 s: the first reservation's turn is in 6 s, the next's 12 s is past 10 s.
+      consume(['{h}tb'], tbOnly, 1, { maxWaitMs: 10_000 }),
+      consume(['{h}tb'], tbOnly, 1, { maxWaitMs: 10_000 }),
+      consume(['{h}tb', '{h}id'], tbOnly, 1, { maxWaitMs: 20_000, idTtlMs: 60_000 }),
+      consume(['{h}tb', '{h}id'], tbOnly, 1, { maxWaitMs: 20_000, idTtlMs: 60_000 }),
+      consume(['{i}sw'], swOnly, 5),
+      consume(['{i}sw'], swOnly, 2, { maxWaitMs: 20_000 }),
+    ],
+    keys: ['g', '{h}tb', '{h}tb', '{h}tb', '{h}tb', '{h}id', '{h}tb', '{h}id', '{i}sw', '{i}sw'],
+    args: [
+      ...['1', String(NOW), '2', 'tb', '10', '60000', '10', '', 'sw', '5', '10000', '5', ''],
+      ...['1', 'c', '10', '0', '', '1', '1'],
+      ...['2', 'w10000000', '1', '0', '', '1', '1'],
+      ...['2', 'w20000000', '1', '60000', '', '1', '1'],
+      ...['1', 'c', '5', '0', '', '1', '2'],
+      ...['1', 'w20000000', '2', '0', '', '1', '2'],
     ],
   },
 ];

@@ -90,7 +90,8 @@ function decideNow(store: MemoryKeys, now: number, request: StoreRequest): Store
     states[i] = windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs };
   }
   if (apply && allowed && idTtl > 0) store.write(keys[n]!, true, now + Math.ceil(idTtl), now);
-  return { allowed: allowed || replay, states };
+  // A reservation's id replayed: it passes now, as decodeReply reads the script's reply.
+  return op === 'w' ? { allowed: true, states, waitMs: 0 } : { allowed: allowed || replay, states };
 }
 
 /**

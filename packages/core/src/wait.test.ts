@@ -1,5 +1,6 @@
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
+import type { Store } from './store.js';
 
 describe('limiter.wait on the memory store', () => {
   test('10 waits on a 5/s bucket (burst 5): 5 at once, then one per 200 ms, in the order called', async () => {
@@ -80,6 +81,33 @@ describe('limiter.wait on the memory store', () => {
       message: expect.stringContaining('maxWait'),
     });
     await expect(limiter.wait('k', { signal: {} as AbortSignal })).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
+    await limiter.close();
+  });
+});
+
+describe('limiter.wait when the store cannot answer', () => {
+  // A store out of this process that always fails: the fail mode answers.
+  const down = (): Store => ({
+    local: false,
+    decide: () => Promise.reject(new Error('down')),
+    reset: async () => undefined,
+    close: async () => undefined,
+  });
+
+  test("failMode 'open': the wait goes at once", async () => {
+    const limiter = createLimiter({ policy: { limit: 1, window: '1s' }, store: down(), failMode: 'open', breaker: false });
+    const d = await limiter.wait('k');
+    expect(d).toMatchObject({ allowed: true, source: 'fail-open' });
+    await limiter.close();
+  });
+
+  test("failMode 'closed': the local fallback's count, waited on like a fixed window's", async () => {
+    const limiter = createLimiter({ policy: { limit: 1, window: '300ms' }, store: down(), failMode: 'closed', breaker: false });
+    expect(await limiter.wait('k')).toMatchObject({ allowed: true, source: 'fallback' });
+    const t = performance.now();
+    expect(await limiter.wait('k', { maxWait: '2s' })).toMatchObject({ allowed: true, source: 'fallback' });
+    expect(performance.now() - t).toBeGreaterThanOrEqual(250);
+    await expect(limiter.wait('k', { maxWait: 10 })).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT' });
     await limiter.close();
   });
 });
