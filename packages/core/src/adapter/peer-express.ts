@@ -74,7 +74,8 @@ const OURS: Record<string, string> = {
 /** Refuses a peer's own options beside a policy or limiter of ours, naming ours (`others`: another peer's, by name). */
 export function refuseOutsidePeer(o: Options, others: readonly string[] = []): void {
   for (const name of others) {
-    if (name !== 'max' && name !== 'timeWindow' && o[name] !== undefined) {
+    // `ban` as an object is sluice's own option (issue 27), not @fastify/rate-limit's number.
+    if (name !== 'max' && name !== 'timeWindow' && o[name] !== undefined && !(name === 'ban' && typeof o[name] === 'object')) {
       badOption(name, "given with max and timeWindow (@fastify/rate-limit's spelling), not beside policy or limiter", o[name]);
     }
   }

@@ -51,7 +51,8 @@ const REFUSED: Record<string, string> = {
 /** Whether options given to the Fastify plugin (or a route) are in @fastify/rate-limit's spelling. */
 export function isFastifyRateLimit(o: Options): boolean {
   if (o.policy !== undefined || o.limiter !== undefined) return false;
-  return FASTIFY_RATE_LIMIT_NAMES.some((n) => o[n] !== undefined);
+  // `ban` is also sluice's own option (an object: { after, within, for }, issue 27); @fastify/rate-limit's is a number.
+  return FASTIFY_RATE_LIMIT_NAMES.some((n) => o[n] !== undefined && !(n === 'ban' && typeof o[n] === 'object'));
 }
 
 /** @lukeed/ms' format(ms, true), which @fastify/rate-limit's default error message uses: '1 minute', '30 seconds'. */
