@@ -6,6 +6,8 @@
 //   the store key       one policy's counters: `prefix:{tag}:policyId`;
 //   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`;
 //   the guard key       a store's record of the calls it sent (redis-dispatch.ts): `sluice:call:storeId`.
+//   the rules keys      a prefix's rules and their version (rules.ts): `prefix:{#rules}:set`, `prefix:{#rules}:v`;
+//   the ban key         a counter's recent denials (ban.ts): `prefix:{tag}:ban`.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 
