@@ -188,8 +188,9 @@ describe('rateLimitedFetch across two processes', () => {
   it.each([
     ['Retry-After', { 'Retry-After': '2' }],
     ['draft-10 RateLimit', { RateLimit: '"upstream";r=0;t=2', 'RateLimit-Policy': '"upstream";q=5;w=2' }],
-    // The Unix time of 2 to 3 s from the answer.
-    ['X-RateLimit-Reset (a Unix time)', () => ({ 'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 2) })],
+    // A Unix time 3 to 4 s from the answer: the other process is held off at least 2 s of it, however late
+    // the first heard the answer on a busy machine.
+    ['X-RateLimit-Reset (a Unix time)', () => ({ 'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 3) })],
   ])('a 429 with %s holds off the other process until the upstream resets', async (_name, headers) => {
     answers = [{ status: 429, headers }];
     arrivals = [];
@@ -200,7 +201,7 @@ describe('rateLimitedFetch across two processes', () => {
       const next = await b.ask({ op: 'fetch', i: 1, url });
       expect(next.status).toBe(200);
       expect((arrivals[1] as number) - limited).toBeGreaterThanOrEqual(2000 - 50);
-      expect((arrivals[1] as number) - limited).toBeLessThan(4500);
+      expect((arrivals[1] as number) - limited).toBeLessThan(7000);
     } finally {
       a.stop();
       b.stop();
@@ -214,7 +215,8 @@ describe('rateLimitedFetch across two processes', () => {
     try {
       await a.ask({ op: 'fetch', i: 0, url });
       await b.ask({ op: 'fetch', i: 1, url });
-      expect((arrivals[1] as number) - (arrivals[0] as number)).toBeLessThan(500);
+      // Not held off (a 429's hold is 2 s or more): a busy machine may take a while to make the call.
+      expect((arrivals[1] as number) - (arrivals[0] as number)).toBeLessThan(1500);
     } finally {
       a.stop();
       b.stop();
