@@ -17,7 +17,8 @@ local function fixed_window_state(key, now, window, burst)
     if stored ~= nil and now < stored + window then return stored, n, true, stored + window - now end
     return now, 0, false, window
   end
-  local idx = math.floor(now / window)
+  local idx = now / window
+  idx = idx - idx % 1
   if stored ~= nil and stored >= idx then return stored, n, true, (stored + 1) * window - now end
   return idx, 0, false, (idx + 1) * window - now
 end
@@ -25,18 +26,25 @@ end
 local function fixed_window(key, now, limit, window, burst, cost, apply)
   local idx, count, same, left = fixed_window_state(key, now, window, burst)
   -- The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
-  local endsUs = math.max(1, math.ceil(left * 1000))
-  local ends = math.ceil(endsUs / 1000)
+  local endsUs = -left * 1000
+  endsUs = endsUs % 1 - endsUs
+  if endsUs < 1 then endsUs = 1 end
+  local ends = -endsUs / 1000
+  ends = ends % 1 - ends
   local ok = count + cost <= limit
   if ok and apply then
     count = count + cost
     -- Within the stored window the key already expires at its end.
-    put(key, num(idx) .. ' ' .. num(count), same, ends)
+    -- Whole numbers (an aligned index, a whole cost: the usual case) in one format.
+    put(key, (idx % 1 == 0 and count % 1 == 0) and format('%d %d', idx, count) or num(idx) .. ' ' .. num(count), same, ends)
   end
   local reset, retry = 0, 0
   if count > 0 then reset = ends end
   if not ok then retry = endsUs end
-  return ok, math.max(0, math.floor(limit - count)), reset, retry
+  local remaining = limit - count
+  remaining = remaining - remaining % 1
+  if remaining < 0 then remaining = 0 end
+  return ok, remaining, reset, retry
 end
 
 -- Charges `delta` to the current window without a check, or refunds it (delta < 0), never below 0.

@@ -7,8 +7,9 @@
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
 -- The window counted in, its count and the previous window's; `same`: the key holds that window.
 local function sliding_window_state(key, now, window)
-  local idx = math.floor(now / window)
-  local stored, c, p = fields(get(key))
+  local idx = now / window
+  idx = idx - idx % 1
+  local stored, c, p = fields3(get(key))
   if stored ~= nil and stored >= idx then return stored, c, p, true end
   if stored == idx - 1 then return idx, 0, c, false end
   return idx, 0, 0, false
@@ -17,20 +18,25 @@ end
 local function sliding_window(key, now, limit, window, burst, cost, apply)
   local idx, cur, prev, same = sliding_window_state(key, now, window)
   local start = idx * window
-  local weight = (window - math.max(0, now - start)) / window
-  local used = prev * weight + cur
+  local into = now - start
+  if into < 0 then into = 0 end
+  local used = prev * ((window - into) / window) + cur
   local ok = used + cost <= limit
   if ok and apply then
     cur = cur + cost
     used = used + cost
     -- Within the stored window the key already expires when it stops weighing: the same instant.
-    put(key, format('%d ', idx) .. num(cur) .. ' ' .. num(prev), same, start + 2 * window - now)
+    -- Whole counts (whole costs, the usual case) in one format.
+    local value = (cur % 1 == 0 and prev % 1 == 0) and format('%d %d %d', idx, cur, prev) or format('%d ', idx) .. num(cur) .. ' ' .. num(prev)
+    put(key, value, same, start + 2 * window - now)
   end
   local reset, retry = 0, 0
   if cur > 0 then
-    reset = math.ceil(start + 2 * window - now)
+    reset = now - start - 2 * window
+    reset = reset % 1 - reset
   elseif prev > 0 then
-    reset = math.ceil(start + window - now)
+    reset = now - start - window
+    reset = reset % 1 - reset
   end
   if not ok then
     local at
@@ -45,7 +51,10 @@ local function sliding_window(key, now, limit, window, burst, cost, apply)
     end
     retry = math.max(1, math.ceil((at - now) * 1000))
   end
-  return ok, math.max(0, math.floor(limit - used)), reset, retry
+  local remaining = limit - used
+  remaining = remaining - remaining % 1
+  if remaining < 0 then remaining = 0 end
+  return ok, remaining, reset, retry
 end
 
 -- Charges `delta` to the current window without a check, or refunds it from the current window
