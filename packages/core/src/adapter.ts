@@ -6,6 +6,8 @@ export type { ForwardedCheck } from './adapter/forwarded.js';
 export { stackHeaders } from './adapter/headers.js';
 export { mergeHttpOptions } from './adapter/merge.js';
 export type { HttpLimitOptions, PolicyGiven } from './adapter/options.js';
+export type { ExpressRateLimitSpellings } from './adapter/peer-express.js';
+export type { FastifyRateLimitSpellings } from './adapter/peer-fastify.js';
 export type { PeerSpellings } from './adapter/peers.js';
 export type { LimitedResponse } from './adapter/problem.js';
 export { routeScope } from './adapter/scope.js';

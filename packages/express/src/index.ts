@@ -1,5 +1,6 @@
 import type { Decision } from '@sluice/core';
 import {
+  type ExpressRateLimitSpellings,
   type ForwardedCheck,
   type HttpLimitOptions,
   httpLimit,
@@ -48,14 +49,25 @@ export type ExpressRateLimitOptions = HttpLimitOptions<Request, Response> &
   ExpressOwnOptions &
   (PolicyGiven<Request> | { limit: number } | { max: number });
 
+/** express-rate-limit's options with its meaning (a policy given as windowMs and limit), beside the limiter options. */
+export type ExpressRateLimitDropIn = Omit<
+  HttpLimitOptions<Request, Response>,
+  'policy' | 'limiter' | 'key' | 'skip' | 'message' | 'statusCode' | 'headers'
+> &
+  ExpressRateLimitSpellings<Request, Response> &
+  ExpressOwnOptions;
+
 /**
  * Express middleware. On an app or router it counts everything under its mount per client; on a route
  * (`router.post('/login', rateLimit(opts), handler)`) it counts that route per client. `req.rateLimit` holds the
  * Decision. Bad options throw here.
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options, {
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler;
+/** express-rate-limit's options with its meaning: `rateLimit({ windowMs: 60_000, limit: (req) => ..., handler })`. */
+export function rateLimit(options: ExpressRateLimitDropIn): RequestHandler;
+export function rateLimit(options: ExpressRateLimitOptions | ExpressRateLimitDropIn): RequestHandler {
+  const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options as ExpressRateLimitOptions, {
     own: EXPRESS_OPTIONS,
     peers: PEERS,
     forwarded: FORWARDED,

@@ -1,6 +1,7 @@
 import { type Decision, memoryStore } from '@sluice/core';
 import {
   badOption,
+  type FastifyRateLimitSpellings,
   type ForwardedCheck,
   type HttpLimit,
   type HttpLimitOptions,
@@ -10,7 +11,6 @@ import {
   type LimitedResponse,
   mergeHttpOptions,
   own as ownValue,
-  type PeerSpellings,
   type PolicyGiven,
   resolve,
   routeScope,
@@ -21,10 +21,12 @@ import {
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 
-type FastifyPeers = Pick<PeerSpellings<FastifyRequest>, 'max' | 'timeWindow'>;
+type FastifyPeers = Omit<FastifyRateLimitSpellings<FastifyRequest>, 'ban'>;
 
 /** Options a route can override in `config: { rateLimit: { ... } }`. */
-export interface FastifyRateLimitRouteOptions extends HttpLimitOptions<FastifyRequest, FastifyReply>, FastifyPeers {
+export interface FastifyRateLimitRouteOptions extends Omit<HttpLimitOptions<FastifyRequest, FastifyReply>, 'ban'>, FastifyPeers {
+  /** sluice's BanOptions, or @fastify/rate-limit's number: 403 once a client was refused more than this many times in a window. */
+  ban?: HttpLimitOptions<FastifyRequest, FastifyReply>['ban'] | number;
   /** Answers a limited request instead of throwing the 429 error; headers and Retry-After are already set. */
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
 }
@@ -43,7 +45,10 @@ export interface FastifyPluginOwnOptions {
  */
 export type FastifyRateLimitOptions = FastifyRateLimitRouteOptions &
   FastifyPluginOwnOptions &
-  (PolicyGiven<FastifyRequest> | { max: number } | { global: false });
+  (PolicyGiven<FastifyRequest> | { max: NonNullable<FastifyPeers['max']> } | { global: false });
+
+/** The kit's reading of the options: a number `ban` is @fastify/rate-limit's, which the kit takes (peer-fastify.ts). */
+type KitOptions = HttpLimitOptions<FastifyRequest, FastifyReply>;
 
 const ROUTE_OPTIONS = { onLimited: spec<NonNullable<FastifyRateLimitRouteOptions['onLimited']>>(isFunction) };
 type Limit = HttpLimit<FastifyRequest, FastifyReply, typeof ROUTE_OPTIONS>;
@@ -119,7 +124,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
   const own = { own: ROUTE_OPTIONS, peers: PEERS, forwarded: FORWARDED, peer: '@fastify/rate-limit' as const };
-  const appLimit: Limit | undefined = global ? httpLimit(app, own) : undefined;
+  const appLimit: Limit | undefined = global ? httpLimit(app as KitOptions, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
   fastify.addHook('onRoute', (route) => {
@@ -127,7 +132,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config === false || (config === undefined && appLimit === undefined)) return;
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
-    const limit: Limit = config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config), { ...own, route: true });
+    const limit: Limit =
+      config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config) as KitOptions, { ...own, route: true });
     const handler = makeHook(limit, route.url);
     const existing = route[hook];
     route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];

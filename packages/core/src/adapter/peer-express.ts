@@ -30,6 +30,39 @@ export interface PeerRuntime {
   error?(decision: Decision, req: unknown, key: string): unknown;
 }
 
+/**
+ * express-rate-limit's options as it types them (7 and 8), for a request type `Req` and a response type
+ * `Res`: what @sluice/express takes with their meaning when the policy is given as windowMs and limit.
+ */
+export interface ExpressRateLimitSpellings<Req, Res> {
+  /** The window in ms. Default 60000. */
+  windowMs?: number;
+  /** Requests per window, or a function of the request that returns it (may be async). Default 5. */
+  limit?: number | ((req: Req, res: Res) => Awaitable<number>);
+  /** express-rate-limit's older name for `limit`. */
+  max?: number | ((req: Req, res: Res) => Awaitable<number>);
+  /** The client's key. Default: the client IP. */
+  keyGenerator?: (req: Req, res: Res) => Awaitable<string>;
+  /** Requests for which it returns true are not counted. Default: none. */
+  skip?: (req: Req, res: Res) => Awaitable<boolean>;
+  /** The RateLimit fields of a draft (true: 'draft-6'), or false. Default false. */
+  standardHeaders?: boolean | EarlierDraft;
+  /** X-RateLimit-Limit, -Remaining and -Reset. Default true. */
+  legacyHeaders?: boolean;
+  /** The body of a limited response: a string (text/html), an object (JSON), or a function of (req, res). Default 'Too many requests, please try again later.' */
+  message?: string | Record<string, unknown> | ((req: Req, res: Res) => Awaitable<string | Record<string, unknown>>);
+  /** The status of a limited response. Default 429. */
+  statusCode?: number;
+  /** Answers a limited request instead; `options` is the resolved configuration. Default: statusCode and message. */
+  handler?: (req: Req, res: Res, next: (error?: unknown) => void, options: Record<string, unknown>) => unknown;
+  /** The draft-8 policy name. Default e.g. '5-in-1min'. */
+  identifier?: string;
+  /** true: a store failure lets the request through (sluice's failMode 'open'). Default false. */
+  passOnStoreError?: boolean;
+  /** false, or { xForwardedForHeader: false }, turns the X-Forwarded-For warning off. Default true. */
+  validate?: boolean | Record<string, boolean>;
+}
+
 /** express-rate-limit's option names, each taken with its meaning or refused naming ours. */
 export const EXPRESS_RATE_LIMIT_NAMES = [
   'windowMs',

@@ -14,6 +14,34 @@ import { timeWindowMs } from './peers.js';
 type Options = Record<string, unknown>;
 type Awaitable<T> = T | Promise<T>;
 
+/** @fastify/rate-limit's options as it types them: what @sluice/fastify takes with their meaning (no `policy` of ours). */
+export interface FastifyRateLimitSpellings<Req> {
+  /** Requests per window, or a function of (request, key) that returns it (may be async). Default 1000. */
+  max?: number | ((request: Req, key: string) => Awaitable<number>);
+  /** The window: ms, or words ('1 minute', '1m'). Default 1 minute. */
+  timeWindow?: number | string;
+  /** The client's key. Default: request.ip. */
+  keyGenerator?: (request: Req) => Awaitable<string>;
+  /** Keys let through uncounted, or a function of (request, key). Default none. */
+  allowList?: string[] | ((request: Req, key: string) => Awaitable<boolean>);
+  /** 403 once a client was refused more than this many times in a window. Default: no ban. */
+  ban?: number;
+  /** The error thrown for a limited request. Default: an Error 'Rate limit exceeded, retry in 1 minute' with statusCode. */
+  errorResponseBuilder?: (request: Req, context: { statusCode: number; ban: boolean; max: number; ttl: number; after: string }) => unknown;
+  /** Headers of a limited response, each true unless given false. */
+  addHeaders?: Partial<Record<'x-ratelimit-limit' | 'x-ratelimit-remaining' | 'x-ratelimit-reset' | 'retry-after', boolean>>;
+  /** Headers of an allowed response, each true unless given false. */
+  addHeadersOnExceeding?: Partial<Record<'x-ratelimit-limit' | 'x-ratelimit-remaining' | 'x-ratelimit-reset', boolean>>;
+  /** ratelimit-* instead of x-ratelimit-*. Default false. */
+  enableDraftSpec?: boolean;
+  /** Called for an allowed request, a refused one, and a banned one. */
+  onExceeding?: (request: Req, key: string) => void;
+  onExceeded?: (request: Req, key: string) => void;
+  onBanReach?: (request: Req, key: string) => void;
+  /** true: a store failure lets the request through (sluice's failMode 'open'). Default false. */
+  skipOnError?: boolean;
+}
+
 /** @fastify/rate-limit's option names, each taken with its meaning or refused naming ours. */
 export const FASTIFY_RATE_LIMIT_NAMES = [
   'max',
@@ -126,8 +154,10 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
   const list = o.allowList ?? o.whitelist;
   if (list !== undefined && !Array.isArray(list) && typeof list !== 'function')
     badOption('allowList', 'an array of keys or a function (request, key)', list);
-  const ban = o.ban === undefined ? -1 : Math.trunc(o.ban as number);
-  if (o.ban !== undefined && (typeof o.ban !== 'number' || !Number.isFinite(o.ban) || o.ban < 0)) badOption('ban', 'a number >= 0', o.ban);
+  // A number is @fastify/rate-limit's ban; an object is sluice's own (BanOptions), left to the limiter.
+  const peerBan = typeof o.ban === 'number';
+  const ban = peerBan ? Math.trunc(o.ban as number) : -1;
+  if (peerBan && (!Number.isFinite(o.ban) || (o.ban as number) < 0)) badOption('ban', 'a number >= 0, or sluice BanOptions', o.ban);
   const builder =
     o.errorResponseBuilder === undefined
       ? undefined
@@ -138,7 +168,7 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
       o[n] === undefined ? undefined : isFunction<(req: unknown, key: string) => void>(o[n], n),
     ]),
   );
-  for (const n of FASTIFY_RATE_LIMIT_NAMES) delete o[n];
+  for (const n of FASTIFY_RATE_LIMIT_NAMES) if (n !== 'ban' || peerBan) delete o[n];
   // Refused requests per client in the current window (sluice does not count them): ban's count. This process's.
   const refused = new Map<string, { until: number; n: number }>();
 

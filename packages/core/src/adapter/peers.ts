@@ -12,10 +12,10 @@ type Awaitable<T> = T | Promise<T>;
 export interface PeerSpellings<Req> {
   /** express-rate-limit: the window in ms (with `limit` or `max`). Default 60000. */
   windowMs?: number;
-  /** express-rate-limit: requests per window. */
-  limit?: number;
-  /** express-rate-limit and @fastify/rate-limit: requests per window. */
-  max?: number;
+  /** express-rate-limit: requests per window, or a function of the request (peer-express.ts). */
+  limit?: number | ((req: Req, res: never) => Awaitable<number>);
+  /** express-rate-limit and @fastify/rate-limit: requests per window, or a function of the request (peer-express.ts, peer-fastify.ts). */
+  max?: number | ((req: Req, more: never) => Awaitable<number>);
   /** @fastify/rate-limit: the window, in ms or as '1 minute', '1m'. Default 60000. */
   timeWindow?: number | string;
   /** express-rate-limit's name for `key`. */
