@@ -104,9 +104,12 @@ describe('limiter.wait across two processes', () => {
         expect(done.filter((r) => r.code !== undefined)).toEqual([]);
         const at = done.map((r) => r.at);
         for (let i = 0; i < 30; i++) {
-          // None goes before its turn (a timer may fire a ms early); each turn comes after the one called before it.
+          // None goes before its turn (a timer may fire a ms early). Each turn comes after the one called
+          // before it: turns are 100 ms apart on the store's clock, and a process learns its own late by
+          // the time it takes to read the reply (a stall of a busy machine), so two taken out of order
+          // would show a turn 100 ms before the one before it; 50 ms is allowed for a stall.
           expect(at[i]).toBeGreaterThanOrEqual((turns[i] as number) - 2);
-          if (i > 0) expect(turns[i]).toBeGreaterThan(turns[i - 1] as number);
+          if (i > 0) expect(turns[i]).toBeGreaterThan((turns[i - 1] as number) - 50);
         }
         if (policy === tenPerSecond) {
           // One every 100 ms: the 30th goes 2.9 s after the first at the soonest.
