@@ -267,3 +267,34 @@ describe('express-rate-limit with rate-limit-redis and @sluice/express with redi
     await compare(c, { store: peerStore }, { store: redisStore({ client }), prefix, timeout: 5000 });
   });
 });
+
+describe("express-rate-limit's options sluice cannot honour are refused by name, naming ours", () => {
+  const refused = (options: Options) => {
+    try {
+      sluice(options as never);
+    } catch (error) {
+      return error as { code?: string; message: string };
+    }
+    throw new Error('not refused');
+  };
+  it.each([
+    [
+      'a rate-limit-redis store',
+      () => ({ windowMs: 60_000, limit: 5, store: new RedisStore({ sendCommand: async () => 'f'.repeat(40) }) }),
+      /^store .*redisStore\(\{ client \}\)/,
+    ],
+    ['requestPropertyName', () => ({ windowMs: 60_000, limit: 5, requestPropertyName: 'limits' }), /^requestPropertyName .*req\.rateLimit/],
+    ['retryAfter (8)', () => ({ windowMs: 60_000, limit: 5, retryAfter: 10 }), /^retryAfter .*Retry-After/],
+    ['identifier as a function', () => ({ windowMs: 60_000, limit: 5, identifier: () => 'x' }), /^identifier .*a string/],
+    ['handler beside a policy of ours', () => ({ policy: '5/1m', handler: () => undefined }), /^handler .*onLimited/],
+    [
+      'passOnStoreError beside a policy of ours',
+      () => ({ policy: '5/1m', passOnStoreError: true }),
+      /^passOnStoreError .*failMode: 'open'/,
+    ],
+  ])('%s', (_name, options, message) => {
+    const error = refused(options());
+    expect(error.code).toBe('ERR_SLUICE_OPTION');
+    expect(error.message).toMatch(message);
+  });
+});

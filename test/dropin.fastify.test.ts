@@ -196,3 +196,21 @@ describe('@fastify/rate-limit with redis and @sluice/fastify with redisStore ans
     );
   });
 });
+
+describe("@fastify/rate-limit's options sluice cannot honour are refused by name, naming ours", () => {
+  it.each([
+    ['redis', { max: 5, redis: {} }, /^redis .*redisStore\(\{ client \}\)/],
+    ['nameSpace', { max: 5, nameSpace: 'x-' }, /^nameSpace .*prefix/],
+    ['groupId', { max: 5, groupId: 'g' }, /^groupId .*scope/],
+    ['continueExceeding', { max: 5, continueExceeding: true }, /^continueExceeding /],
+    ['exponentialBackoff', { max: 5, exponentialBackoff: true }, /^exponentialBackoff .*several policies/],
+    ['allowList beside a policy of ours', { policy: '5/1m', allowList: ['a'] }, /^allowList .*max and timeWindow/],
+  ])('%s', async (_name, options, message) => {
+    const app = Fastify();
+    await expect(app.register(sluicePlugin, options as never).ready()).rejects.toMatchObject({
+      code: 'ERR_SLUICE_OPTION',
+      message: expect.stringMatching(message),
+    });
+    await app.close();
+  });
+});

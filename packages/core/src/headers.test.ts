@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Decision } from './decision.js';
 import { failOpenDecision } from './decision.js';
-import { parseHeadersMode, rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { parseHeadersMode, partitionKey, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { parsePolicies } from './policy.js';
 
 const denied: Decision = {
@@ -54,5 +55,35 @@ describe('rateLimitHeaders', () => {
     expect(() => parseHeadersMode('draft-9')).toThrow(
       "headers must be 'draft', 'legacy', 'both', 'draft-6', 'draft-7', 'draft-8' or false, got \"draft-9\"",
     );
+  });
+});
+
+describe('the earlier drafts, as express-rate-limit writes them (issue 26; test/dropin.express.test.ts compares them with it)', () => {
+  const allowed: Decision = { ...denied, allowed: true, remaining: 2, retryAfterMs: 0, resetMs: 42_300 };
+  it("'draft-6': RateLimit-Policy, -Limit, -Remaining, -Reset", () => {
+    expect(rateLimitHeaders(allowed, { headers: 'draft-6' })).toEqual({
+      'RateLimit-Policy': '3;w=60',
+      'RateLimit-Limit': '3',
+      'RateLimit-Remaining': '2',
+      'RateLimit-Reset': '43',
+    });
+  });
+  it("'draft-7': RateLimit-Policy and RateLimit as limit, remaining, reset; a denial's Retry-After", () => {
+    expect(rateLimitHeaders(denied, { headers: 'draft-7' })).toEqual({
+      'Retry-After': '20',
+      'RateLimit-Policy': '3;w=60',
+      RateLimit: 'limit=3, remaining=0, reset=60',
+    });
+  });
+  it("'draft-8': the named policy with its partition key", () => {
+    expect(rateLimitHeaders(allowed, { headers: 'draft-8', key: '127.0.0.1' })).toEqual({
+      'RateLimit-Policy': `"3-per-60s"; q=3; w=60; pk=:${partitionKey('127.0.0.1')}:`,
+      RateLimit: '"3-per-60s"; r=2; t=43',
+    });
+  });
+  it("pk is base64 of the first 12 hex digits of the key's SHA-256", () => {
+    const hex = createHash('sha256').update('127.0.0.1').digest('hex').slice(0, 12);
+    expect(partitionKey('127.0.0.1')).toBe(Buffer.from(hex).toString('base64'));
+    expect(partitionKey('127.0.0.1')).toBe('MTJjYTE3YjQ5YWYy');
   });
 });

@@ -26,3 +26,26 @@ describe('parsePolicy', () => {
     expect(() => parsePolicy(input)).toThrow(message);
   });
 });
+
+describe("a fixed window's start (issue 26)", () => {
+  it("'first-hit' is a policy of its own (its counters are not the clock-aligned window's)", () => {
+    const first = parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window', start: 'first-hit' });
+    const clock = parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window', start: 'clock' });
+    expect(first.start).toBe('first-hit');
+    expect(clock.start).toBeUndefined();
+    expect(first.id).not.toBe(clock.id);
+    expect(clock.id).toBe(parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window' }).id);
+  });
+
+  it.each([
+    [{ limit: 5, window: '1m', start: 'first-hit' }, /policy.start must be used only with algorithm 'fixed-window'/],
+    [
+      { limit: 5, window: '1m', algorithm: 'sliding-window', start: 'first-hit' },
+      /policy.start must be used only with algorithm 'fixed-window'/,
+    ],
+    [{ limit: 5, window: 'day', start: 'first-hit' }, /policy.start must be used only with algorithm 'fixed-window'/],
+    [{ limit: 5, window: '1m', algorithm: 'fixed-window', start: 'now' }, /policy.start must be 'clock' or 'first-hit'/],
+  ])('%j is refused naming policy.start', (input, message) => {
+    expect(() => parsePolicy(input)).toThrow(message);
+  });
+});
