@@ -145,6 +145,8 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
   if (o.skipOnError !== undefined && isBoolean(o.skipOnError, 'skipOnError') && o.failMode === undefined) o.failMode = 'open';
   // One counter per client across the plugin's routes; a route with its own config counts on its own.
   if (!route && o.scope === undefined) o.scope = '*';
+  // Its default key is request.ip as it is: IPv6 clients are not grouped by subnet.
+  if (o.keyGenerator === undefined && o.key === undefined && o.ipv6Subnet === undefined) o.ipv6Subnet = false;
   const draft = o.enableDraftSpec === undefined ? false : isBoolean(o.enableDraftSpec, 'enableDraftSpec');
   const [limitH, remainingH, resetH] = draft
     ? ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']
