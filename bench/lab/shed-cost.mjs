@@ -29,7 +29,7 @@ if (mode === 'serve') {
       });
     if (variant === 'pre')
       server = (await import('node:http'))
-        .createServer((q, res) => {
+        .createServer((_q, res) => {
           res.writeHead(503, headers);
           res.end(body);
         })
@@ -69,7 +69,10 @@ if (mode === 'serve') {
       await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 16, duration: 1 });
       child.send('mark');
       const r = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 16, duration: 3 });
-      const { cpuMs } = await new Promise((res) => (child.once('message', res), child.send('stats')));
+      const { cpuMs } = await new Promise((res) => {
+        child.once('message', res);
+        child.send('stats');
+      });
       const n = r.requests.total;
       console.log(
         f,

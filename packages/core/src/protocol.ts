@@ -155,7 +155,10 @@ export function decodeReply(reply: unknown, requests: readonly StoreRequest[], w
       if (period) state.windowMs = periodLengthAt(period, timeZone as string, wall, resetMs);
       states[i] = state;
     }
-    replies[d] = (requests[d] as StoreRequest).maxWaitMs === undefined ? { allowed, states } : { allowed, states, waitMs: allowed ? waitUs / 1000 : 0 };
+    replies[d] =
+      (requests[d] as StoreRequest).maxWaitMs === undefined
+        ? { allowed, states }
+        : { allowed, states, waitMs: allowed ? waitUs / 1000 : 0 };
   }
   return replies;
 }

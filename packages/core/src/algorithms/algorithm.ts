@@ -44,4 +44,10 @@ export type AdjustStep<S> = (
  * The twin of a lua/ file's <name>_reserve (limiter.wait): charges `cost` as a place in line whose turn
  * is `at` (ms, on the same clock as now). Only the algorithms that can reserve have one.
  */
-export type ReserveStep<S> = (state: S | undefined, now: number, p: Policy, cost: number, at: number) => { state: S; ttlMs: number } | null | undefined;
+export type ReserveStep<S> = (
+  state: S | undefined,
+  now: number,
+  p: Policy,
+  cost: number,
+  at: number,
+) => { state: S; ttlMs: number } | null | undefined;
