@@ -4,8 +4,9 @@
 //                    names the policy set; and bans (ban.ts) count the denials made below
 //   policy-set.ts    the call's policy set: the limiter's, or a plan
 //   tiers.ts         prefilter.ts (a local first tier) and shards.ts (a hot key's sub-key, one more try)
-//   deny-cache.ts    a denial the store gave lately, answered here (for a second at most)
-//   store-call.ts    ask(): the store under its deadline and breaker, or else
+//   decide-shard.ts  one shard's decision: deny-cache.ts (a denial the store gave lately, answered here
+//                    for a second at most), else one store call (store-call.ts: its deadline and breaker;
+//                    adjust, release and wait ask the store through its ask()), or else
 //   fail-mode.ts     the decision when the store cannot answer
 //   slots.ts         concurrent slots (release), adjust.ts (adjust), shadow.ts (shadow mode, denied event)
 //   wait.ts          wait(): a reservation through the store call, or asking again
@@ -16,16 +17,16 @@ import { performance } from 'node:perf_hooks';
 import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
 import { CALL_OPTIONS, CONSUME_OPTIONS, callOptions, checkCost, checkId, counterKey } from './call-checks.js';
-import { type Decision, replyRetryMs, toDecision } from './decision.js';
-import { DenyCache, deniedTag } from './deny-cache.js';
+import { createDecideShard } from './decide-shard.js';
+import type { Decision } from './decision.js';
+import { DenyCache } from './deny-cache.js';
 import { badOption } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
-import { keyTag, requestKeys, shardTag } from './keys.js';
+import { keyTag } from './keys.js';
 import type { Limiter } from './limiter-api.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { memoryStore } from './memory-store.js';
-import type { Policy } from './policy.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
@@ -33,8 +34,7 @@ import { createReset } from './reset.js';
 import { createRuleStage } from './rule-check.js';
 import { createFinish } from './shadow.js';
 import { createSlots, type Slots } from './slots.js';
-import type { StoreReply, StoreRequest } from './store.js';
-import { createStoreCall, type ReportError, type StoreListener } from './store-call.js';
+import { createStoreCall, type ReportError } from './store-call.js';
 import { createTiers } from './tiers.js';
 import { createWait } from './wait.js';
 
@@ -46,8 +46,6 @@ export const CHECK_COST = Symbol.for('sluice.checkCost');
 
 /** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
 const decisionChannel = channel('sluice:decision');
-
-const ignore = () => {};
 
 /**
  * Creates a limiter. Bad options throw here, never at request time.
@@ -116,90 +114,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return attempt.final ? finish(attempt.key, held) : held;
     });
 
-  /**
-   * One shard's store call: the request itself, and its listener (store-call.ts), whose answer settles
-   * the decision's promise. One object per call, with methods rather than closures, since it is on every
-   * decision's path: three closures and two objects fewer per consume cut the limiter's own Node CPU by
-   * a fifth (bench/lab/consume-cpu.mjs).
-   */
-  class StoreAsk implements StoreRequest, StoreListener {
-    readonly keys: readonly string[];
-    readonly policies: readonly Policy[];
-    readonly cost: number;
-    readonly peek: boolean;
-    readonly slot: string | undefined;
-    readonly idTtlMs: number | undefined;
-    resolve: (d: Decision | Promise<Decision>) => void = ignore;
-    reject: (e: unknown) => void = ignore;
-    constructor(
-      readonly attempt: Attempt,
-      readonly shard: number,
-      tag: string,
-      readonly denied: string,
-      readonly now: number,
-    ) {
-      const { set } = attempt;
-      this.policies = set.shards.policies[shard] as readonly Policy[];
-      this.keys = requestKeys(prefix, tag, this.policies, attempt.id);
-      this.cost = attempt.cost;
-      this.peek = attempt.peek;
-      this.slot = set.hasSlots && !attempt.peek ? attempt.slot : undefined;
-      this.idTtlMs = attempt.id !== undefined ? set.idTtlMs : undefined;
-    }
-
-    answered(error: Error | undefined, reply: StoreReply | undefined, latencyMs: number): void {
-      const { attempt } = this;
-      if (reply === undefined) {
-        reportError(attempt.key, error, latencyMs);
-        this.resolve(withoutStore(attempt));
-        return;
-      }
-      try {
-        this.resolve(this.decision(reply));
-      } catch (e) {
-        // A reply that cannot be read: the caller hears of it rather than waiting forever.
-        this.reject(e);
-      }
-    }
-
-    decision(reply: StoreReply): Decision {
-      const { attempt, shard } = this;
-      const { shards, policies } = attempt.set;
-      const decision = hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, this.keys);
-      if (reply.allowed && !attempt.peek) decision.adjust = adjust.of(attempt, shard, 'store');
-      // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-      if (denyCache && !reply.allowed && !attempt.peek) denyCache.set(this.denied, attempt.cost, decision, this.now, replyRetryMs(reply));
-      return attempt.final ? finish(attempt.key, decision) : decision;
-    }
-  }
-  /** The StoreAsk whose promise is being made: the executor below, one for every call, takes its resolvers. */
-  let asking: StoreAsk | undefined;
-  const takeResolvers = (resolve: StoreAsk['resolve'], reject: StoreAsk['reject']) => {
-    (asking as StoreAsk).resolve = resolve;
-    (asking as StoreAsk).reject = reject;
-  };
-
-  /** One shard's decision: the deny cache's, the store's, or the fail mode's. Not async: one promise per call. */
-  function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
-    const { set } = attempt;
-    const { shards } = set;
-    const tag = shardTag(attempt.tag, shard, shards.count);
-    const denied = deniedTag(tag, set);
-    const now = clock();
-    // An id the store already charged is allowed there: the deny cache must not answer for it.
-    if (denyCache && !attempt.peek && attempt.id === undefined) {
-      const cached = denyCache.get(denied, attempt.cost, now);
-      if (cached) return Promise.resolve(attempt.final ? finish(attempt.key, cached) : cached);
-    }
-    if (!storeCall.allow(now)) return withoutStore(attempt);
-    const ask = new StoreAsk(attempt, shard, tag, denied, now);
-    asking = ask;
-    const decision = new Promise<Decision>(takeResolvers);
-    asking = undefined;
-    storeCall.decide(ask, now, ask);
-    return decision;
-  }
-
+  const decideShard = createDecideShard({
+    prefix,
+    clock,
+    denyCache,
+    storeCall,
+    reportError,
+    hold,
+    finish,
+    adjustOf: (attempt, shard) => adjust.of(attempt, shard, 'store'),
+    withoutStore,
+  });
   const consumeTiers = createTiers(prefilter, decideShard, finish);
 
   /** Publishes a decision on sluice:decision once it is made; only while someone subscribes. */
