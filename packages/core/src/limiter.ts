@@ -157,6 +157,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       onRelease.add(wake);
       return () => onRelease.delete(wake);
     },
+    rules,
   });
 
   const limiter: Limiter = {

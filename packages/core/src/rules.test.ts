@@ -1,8 +1,9 @@
 import { BlockList } from 'node:net';
 import fc from 'fast-check';
+import { parseAddress } from './address.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
-import { parseAddress, type Rule, RuleSet } from './rule-match.js';
+import { type Rule, RuleSet } from './rule-match.js';
 import { createRules, RULES, type RulesInside } from './rules.js';
 
 const inside = (rules: object): RulesInside => (rules as { [RULES]: RulesInside })[RULES];
@@ -128,6 +129,25 @@ describe('createRules on the memory store', () => {
     const listed: Rule[] = [];
     for await (const rule of rules.list()) listed.push(rule);
     expect(listed.map((r) => `${r.kind} ${r.pattern}`)).toEqual(['allow good']);
+    await limiter.close();
+    await rules.close();
+  });
+
+  it('applies to wait() as to consume(): a deny refuses at once charging nothing, an allow passes, an override decides', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    const limiter = createLimiter({ policy: '1/1h', store, rules });
+    await rules.deny('bad', { ttl: '1m' });
+    const refused = await limiter.wait('bad', { maxWait: '2m' }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'ERR_SLUICE_WAIT', message: expect.stringMatching(/deny rule on bad/) });
+    expect((refused as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(50_000);
+    await rules.allow('good');
+    for (let i = 0; i < 3; i++)
+      expect(await limiter.wait('good', { maxWait: '1ms' })).toMatchObject({ allowed: true, source: 'rule', waitedMs: 0 });
+    await rules.override('big', '100/1h');
+    for (let i = 0; i < 3; i++) expect(await limiter.wait('big', { maxWait: '1ms' })).toMatchObject({ allowed: true, limit: 100 });
+    await rules.remove('deny', 'bad');
+    expect(await limiter.wait('bad', { maxWait: '1ms' })).toMatchObject({ allowed: true, limit: 1 });
     await limiter.close();
     await rules.close();
   });

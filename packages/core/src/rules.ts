@@ -15,6 +15,8 @@
 // Writes (override, deny, allow, remove, a ban) are one atomic script call that also bumps the version;
 // one that fails rejects with a SluiceError (ERR_SLUICE_STORE): an operator must know the rule did not
 // land. The writer then reloads its own copy at once, so its next decision sees the rule.
+
+import { parseAddress } from './address.js';
 import type { Duration } from './duration.js';
 import { parseDuration } from './duration.js';
 import { badOption, describe, SluiceError } from './errors.js';
@@ -22,7 +24,7 @@ import { eventsHeard, publish } from './events.js';
 import type { LimiterEvent } from './limiter-options.js';
 import { checkNames, isFunction, ownCopy } from './options.js';
 import { type PolicyInput, parsePolicies } from './policy.js';
-import { parseAddress, type Rule, type RuleKind, RuleSet } from './rule-match.js';
+import { type Rule, type RuleKind, RuleSet } from './rule-match.js';
 import type { RuleStore, Store } from './store.js';
 
 export type { Rule, RuleKind } from './rule-match.js';

@@ -15,6 +15,8 @@ import { keyTag, requestKeys } from './keys.js';
 import type { ConsumeOptions, Limiter } from './limiter-api.js';
 import type { PolicyInput } from './policy.js';
 import type { PolicySet } from './policy-set.js';
+import type { RuleStage } from './rule-check.js';
+import type { Rule } from './rule-match.js';
 import type { StoreReply, StoreRequest } from './store.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
 
@@ -37,8 +39,13 @@ const SLOT_POLL_MS = 1000;
  */
 export class WaitError extends SluiceError {
   readonly retryAfterMs: number;
-  constructor(retryAfterMs: number, maxWaitMs: number) {
-    super('ERR_SLUICE_WAIT', `the turn would come in ${retryAfterMs} ms, later than maxWait (${maxWaitMs} ms); nothing was charged`);
+  constructor(retryAfterMs: number, maxWaitMs: number, rule?: Rule) {
+    super(
+      'ERR_SLUICE_WAIT',
+      rule === undefined
+        ? `the turn would come in ${retryAfterMs} ms, later than maxWait (${maxWaitMs} ms); nothing was charged`
+        : `refused by a deny rule on ${rule.pattern} (${rule.expiresAt === undefined ? 'it does not lapse' : `it lapses in ${retryAfterMs} ms`}); nothing was charged`,
+    );
     this.retryAfterMs = retryAfterMs;
   }
 }
@@ -92,6 +99,8 @@ export function createWait(o: {
   consume: Limiter['consume'];
   /** Calls `listener` when a concurrent slot is released in this process; returns its removal. */
   onRelease: (listener: () => void) => () => void;
+  /** The rules operators set (rule-check.ts): a deny refuses a wait at once, an allow lets it through, an override names its set. */
+  rules?: Pick<RuleStage, 'check'>;
 }): Wait {
   const { prefix, clock, storeCall, reportError, setOf, withoutStore, adjust } = o;
 
@@ -135,7 +144,8 @@ export function createWait(o: {
   return async function wait(key: string, options?: WaitOptions): Promise<Decision> {
     const call = options === undefined ? undefined : callOptions(options, WAIT_OPTIONS, 'wait');
     const scoped = counterKey(key, call?.scope);
-    const set = setOf(call?.policy);
+    const ruled = o.rules?.check(key, call?.scope, call?.ip);
+    const set = ruled?.set ?? setOf(call?.policy);
     const cost = checkCost(call?.cost, set.policies, set.capacity);
     const id = call?.id;
     if (id !== undefined) checkId(id, set.hasSlots);
@@ -143,6 +153,10 @@ export function createWait(o: {
     const signal = call?.signal;
     if (signal !== undefined && !(signal instanceof AbortSignal)) badOption('signal', 'an AbortSignal', signal);
     signal?.throwIfAborted();
+    if (ruled?.decision !== undefined) {
+      if (ruled.decision.allowed) return { ...ruled.decision, waitedMs: 0 };
+      throw new WaitError(ruled.decision.retryAfterMs, maxWaitMs, ruled.decision.rule);
+    }
 
     const started = performance.now();
     const deadline = started + maxWaitMs;
