@@ -162,16 +162,8 @@ export function expressRateLimit(o: Options): PeerRuntime {
     name: named ?? identifier(limit, windowMs),
   });
   if (typeof given === 'function') {
-    // One policy object per limit: the limiter reads a request's policy by identity.
-    const policies = new Map<number, PolicyInput>();
     const limitOf = given as (req: unknown, res: unknown) => Awaitable<number>;
-    const pick = (limit: number) => {
-      const known = policies.get(limit);
-      if (known !== undefined) return known;
-      const p = policyFor(limit);
-      policies.set(limit, p);
-      return p;
-    };
+    const pick = policyPerLimit(policyFor);
     o.policy = (req: unknown, res: unknown) => {
       const limit = limitOf(req, res);
       return typeof limit === 'number' ? pick(limit) : Promise.resolve(limit).then(pick);
@@ -214,5 +206,18 @@ export function expressRateLimit(o: Options): PeerRuntime {
       if (typeof body === 'string') return { status: statusCode as number, contentType: 'text/html; charset=utf-8', body };
       return { status: statusCode as number, contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
     },
+  };
+}
+
+/** `policyFor` made once per limit: the limiter reads a request's policy by identity, so a limit's is one object. */
+export function policyPerLimit(policyFor: (limit: number) => PolicyInput): (limit: number) => PolicyInput {
+  const policies = new Map<number, PolicyInput>();
+  return (limit) => {
+    let policy = policies.get(limit);
+    if (policy === undefined) {
+      policy = policyFor(limit);
+      policies.set(limit, policy);
+    }
+    return policy;
   };
 }

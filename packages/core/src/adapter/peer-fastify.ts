@@ -8,7 +8,7 @@ import type { Decision } from '../decision.js';
 import { badOption } from '../errors.js';
 import { isBoolean, isFunction } from '../options.js';
 import type { PolicyInput } from '../policy.js';
-import type { PeerRuntime } from './peer-express.js';
+import { type PeerRuntime, policyPerLimit } from './peer-express.js';
 import { timeWindowMs } from './peers.js';
 
 type Options = Record<string, unknown>;
@@ -125,14 +125,7 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
     start: 'first-hit',
   });
   if (typeof max === 'function') {
-    const policies = new Map<number, PolicyInput>();
-    const pick = (limit: number) => {
-      const known = policies.get(limit);
-      if (known !== undefined) return known;
-      const p = policyFor(limit);
-      policies.set(limit, p);
-      return p;
-    };
+    const pick = policyPerLimit(policyFor);
     const maxOf = max as (req: unknown, key: string) => Awaitable<number>;
     o.policy = (req: unknown, _res: unknown, key: string) => {
       const limit = maxOf(req, key);
