@@ -7,11 +7,11 @@ import peerPlugin from '@fastify/rate-limit';
 import { redisStore } from '@sluice/core';
 import sluicePlugin from '@sluice/fastify';
 import Fastify, { type FastifyRequest } from 'fastify';
+import { compareSteps, type Step } from './support/peer-diff';
 import { uniquePrefix } from './support/redis';
 import { type RedisWithClient, startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 type Options = Record<string, unknown>;
-type Step = { path?: string; user?: string };
 
 let comparisons = 0;
 afterAll(() => {
@@ -53,13 +53,6 @@ async function start(plugin: unknown, c: Case, more: Options = {}): Promise<{ ur
   app.get('/off', { config: { rateLimit: false } }, async () => ({ ok: 'off' }));
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return { url, close: () => app.close() };
-}
-
-async function answer(url: string, step: Step) {
-  const res = await fetch(`${url}${step.path ?? '/a'}`, { headers: step.user ? { 'x-user': step.user } : {} });
-  const headers: Record<string, string | null> = {};
-  for (const h of HEADERS) headers[h] = res.headers.get(h);
-  return { status: res.status, headers, body: await res.text() };
 }
 
 const n = (count: number, step: Step = {}): Step[] => Array.from({ length: count }, () => step);
@@ -143,32 +136,21 @@ const CASES: Case[] = [
 
 /** Runs `c` on @fastify/rate-limit with `peerMore` and on sluice with `oursMore`, comparing every answer. */
 async function compare(c: Case, peerMore: Options = {}, oursMore: Options = {}): Promise<void> {
-  {
-    const peer = await start(peerPlugin, c, peerMore);
-    const ours = await start(sluicePlugin, c, oursMore);
-    try {
-      for (const [i, step] of c.steps.entries()) {
-        if (step.path === 'wait') {
-          // After both answered the request before: past both windows' ends, whenever each first hit came.
-          await new Promise((r) => setTimeout(r, 2_100));
-          continue;
-        }
-        const [a, b] = await Promise.all([answer(peer.url, step), answer(ours.url, step)]);
-        const where = `${c.name}, request ${i + 1}`;
-        expect({ where, status: b.status }).toEqual({ where, status: a.status });
-        comparisons++;
-        for (const h of HEADERS) {
-          const [x, y] = [a.headers[h] ?? null, b.headers[h] ?? null];
-          const same = x === y || (TIMED.has(h) && x !== null && y !== null && Math.abs(Number(x) - Number(y)) <= 1);
-          if (!same) expect({ where, header: h, value: y }).toEqual({ where, header: h, value: x });
-          comparisons++;
-        }
-        expect({ where, body: b.body }).toEqual({ where, body: a.body });
-        comparisons++;
-      }
-    } finally {
-      await Promise.all([peer.close(), ours.close()]);
-    }
+  const peer = await start(peerPlugin, c, peerMore);
+  const ours = await start(sluicePlugin, c, oursMore);
+  try {
+    comparisons += await compareSteps(
+      c.name,
+      c.steps,
+      { peer: peer.url, ours: ours.url },
+      {
+        headers: HEADERS,
+        timed: TIMED,
+        pathOf: (step) => step.path ?? '/a',
+      },
+    );
+  } finally {
+    await Promise.all([peer.close(), ours.close()]);
   }
 }
 
