@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from '../args.mjs';
 import { startRedis } from '../redis-server.mjs';
+import { stats } from '../stats.mjs';
 
 const self = fileURLToPath(import.meta.url);
 const [, , childDir, childPort, childSeconds] = process.argv;
@@ -57,9 +58,7 @@ if (childPort !== undefined && !childDir.startsWith('--')) {
   }
   redis.stop();
   for (const [b, xs] of runs) {
-    const s = [...xs].sort((p, q) => p - q);
-    console.log(
-      `${b}: ${s[Math.floor(s.length / 2)].toFixed(3)} µs per consume (${s[0].toFixed(3)}–${s.at(-1).toFixed(3)}) over ${rounds} rounds`,
-    );
+    const { min, median, max } = stats(xs);
+    console.log(`${b}: ${median.toFixed(3)} µs per consume (${min.toFixed(3)}–${max.toFixed(3)}) over ${rounds} rounds`);
   }
 }

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from '../args.mjs';
+import { stats } from '../stats.mjs';
 
 const self = fileURLToPath(import.meta.url);
 const [, , childDir, childCount] = process.argv;
@@ -59,7 +60,7 @@ if (childCount !== undefined && !childDir.startsWith('--')) {
     for (const b of builds) runs.get(b).push(Number(execFileSync(process.execPath, [self, b, consumes], { encoding: 'utf8' }).trim()));
   }
   for (const [b, xs] of runs) {
-    const s = [...xs].sort((p, q) => p - q);
-    console.log(`${b}: ${s[Math.floor(s.length / 2)]} ns per consume (${s[0]}–${s.at(-1)}) over ${rounds} rounds`);
+    const { min, median, max } = stats(xs);
+    console.log(`${b}: ${median} ns per consume (${min}–${max}) over ${rounds} rounds`);
   }
 }
