@@ -1,9 +1,18 @@
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { callOf, createDeadlines } from './deadlines.js';
+import { type Call, createDeadlines, type Settle } from './deadlines.js';
 
 type Watch = ReturnType<typeof createDeadlines>;
+
+/** A Call from a callback, its time up `ms` from now. */
+const callOf = <T>(ms: number, settled: Settle<T>): Call<T> => ({
+  at: performance.now() + ms,
+  prev: undefined,
+  next: undefined,
+  state: 'waiting',
+  settled,
+});
 
 /** Watches `promise` under `watch`: its outcome goes to the callback the deadline returned, as a store's does. */
 function watchPromise<T>(watch: Watch, ms: number, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {

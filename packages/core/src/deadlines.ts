@@ -28,7 +28,7 @@ export type Settle<T> = (error: unknown, value?: T) => void;
  * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
  * process was late to its timers still counts. Callbacks rather than a promise per call: this is on
  * every decision's path.
- * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch(callOf(50, (e, reply) => ...)));
+ * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch(call)); // call: a Call, its `at` set
  */
 export function createDeadlines(ms: number, timedOut: () => Error): Watch {
   let head: Call | undefined;
@@ -84,13 +84,4 @@ export function createDeadlines(ms: number, timedOut: () => Error): Watch {
       if (settle(call)) call.settled(error, value);
     };
   };
-}
-
-/**
- * A Call from a callback, its time up `ms` after `startedAt` (performance.now() read by the caller just
- * before, or now).
- * @example store.decideWith(request, watch(callOf(50, (error, reply) => ...)))
- */
-export function callOf<T>(ms: number, done: Settle<T>, startedAt = performance.now()): Call<T> {
-  return { at: startedAt + ms, prev: undefined, next: undefined, state: 'waiting', settled: done };
 }
