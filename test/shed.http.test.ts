@@ -1,6 +1,7 @@
 // shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
-// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request.
-import type { Server } from 'node:http';
+// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; Express's and
+// Koa's also mounted in front of the app, on node:http's request and response.
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createShedder, type Priority, type Shedder } from '@sluice/core';
@@ -13,7 +14,9 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import { Registry } from 'prom-client';
 
-type Framework = 'express' | 'fastify' | 'koa';
+type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front';
+/** How shed() is mounted: as the app's middleware, in front of the app on node:http, or both (one gate). */
+type Mount = 'app' | 'front' | 'both';
 
 /** GET /slow answers once the test calls `open()`; GET /fast at once. `entered` resolves when /slow's handler runs. */
 interface App {
@@ -25,7 +28,8 @@ interface App {
 
 const priorityOf = (header: unknown): Priority => (header === 'critical' ? 'critical' : 'normal');
 
-async function start(framework: Framework, shedder: Shedder): Promise<App> {
+async function start(framework: Framework, shedder: Shedder, both = false): Promise<App> {
+  const mount: Mount = both ? 'both' : framework.endsWith(' in front') ? 'front' : 'app';
   let open = () => {};
   let enter = () => {};
   const gate = new Promise<void>((resolve) => {
@@ -40,19 +44,29 @@ async function start(framework: Framework, shedder: Shedder): Promise<App> {
     return 'ok';
   };
   let server: Server;
-  if (framework === 'express') {
+  if (framework.startsWith('express')) {
     const app = express();
-    app.use(expressShed({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) }));
+    // In front, priority(req) gets node:http's IncomingMessage: req.headers reads the same on both.
+    const guard = expressShed({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
+    if (mount !== 'front') app.use(guard);
     app.get('/slow', (_req, res) => void slow().then((b) => res.send(b)));
     app.get('/fast', (_req, res) => void res.send('ok'));
-    server = app.listen(0, '127.0.0.1');
-  } else if (framework === 'koa') {
+    server =
+      mount === 'app'
+        ? app.listen(0, '127.0.0.1')
+        : createServer((req, res) => guard(req, res, () => app(req, res))).listen(0, '127.0.0.1');
+  } else if (framework.startsWith('koa')) {
     const app = new Koa();
-    app.use(koaShed({ shedder, priority: (ctx) => priorityOf(ctx.get('x-priority')) }));
+    const guard = koaShed({ shedder, priority: (ctx) => priorityOf(mount === 'app' ? ctx.get('x-priority') : ctx.headers['x-priority']) });
+    if (mount !== 'front') app.use(guard);
     app.use(async (ctx) => {
       ctx.body = ctx.path === '/slow' ? await slow() : 'ok';
     });
-    server = app.listen(0, '127.0.0.1');
+    const handle = app.callback();
+    server =
+      mount === 'app'
+        ? app.listen(0, '127.0.0.1')
+        : createServer((req, res) => guard(req, res, () => handle(req, res))).listen(0, '127.0.0.1');
   } else {
     const app = Fastify();
     await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
@@ -77,7 +91,7 @@ async function until(ok: () => boolean): Promise<void> {
   expect(ok()).toBe(true);
 }
 
-describe.each<Framework>(['express', 'fastify', 'koa'])('shed() in %s', (framework) => {
+describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa in front'])('shed() in %s', (framework) => {
   let app: App | undefined;
   afterEach(async () => {
     app?.open();
@@ -167,6 +181,28 @@ describe.each<Framework>(['express', 'fastify', 'koa'])('shed() in %s', (framewo
     await until(() => shedder.inFlight === 0); // while the handler still waits
     expect((await fetch(`${app.url}/fast`)).status).toBe(200);
     shedder.close();
+  });
+});
+
+describe.each<Framework>(['express', 'koa'])('shed() in %s, mounted both in front of the app and in it', (framework) => {
+  test('one request takes one slot, given back once', async () => {
+    const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0, normal: 0 } });
+    const app = await start(framework, shedder, true);
+    try {
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      expect(shedder.inFlight).toBe(1); // not 2: the gate inside the app saw the slot taken in front
+      expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+      app.open();
+      expect((await first).status).toBe(200);
+      await until(() => shedder.inFlight === 0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(shedder.inFlight).toBe(0); // not -1
+    } finally {
+      app.open();
+      await app.close();
+      shedder.close();
+    }
   });
 });
 

@@ -1,8 +1,9 @@
 // What a shed request costs the server (issue 29): CPU per request when every request is answered 503 by
 // shed() (a shedder whose one slot is held), against the bare app's 200, per framework; with V=raw (Express),
-// a 503 written by the first middleware with writeHead/end; with V=pre, node:http alone. Closed loop,
+// a 503 written by the first middleware with writeHead/end; with V=front (Express, Koa), shed() mounted in front
+// of the app on node:http; with V=pre, node:http alone. Closed loop,
 // 16 connections (autocannon, this process); the server's CPU is read in its own process.
-// Usage: pnpm build && [FW=express,fastify,koa] [V=bare,shed,raw,pre] node bench/lab/shed-cost.mjs
+// Usage: pnpm build && [FW=express,fastify,koa] [V=bare,shed,raw,front,pre] node bench/lab/shed-cost.mjs
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 
@@ -27,6 +28,10 @@ if (mode === 'serve') {
         res.writeHead(503, headers);
         res.end(body);
       });
+    if (variant === 'front') {
+      const guard = (await import('@sluice/express')).shed({ shedder });
+      server = (await import('node:http')).createServer((q, s) => guard(q, s, () => app(q, s))).listen(0, '127.0.0.1');
+    }
     if (variant === 'pre')
       server = (await import('node:http'))
         .createServer((_q, res) => {
@@ -35,7 +40,7 @@ if (mode === 'serve') {
         })
         .listen(0, '127.0.0.1');
     else app.get('/', (_q, res) => res.json({ ok: true }));
-    if (variant !== 'pre') server = app.listen(0, '127.0.0.1');
+    if (variant !== 'pre' && variant !== 'front') server = app.listen(0, '127.0.0.1');
   } else if (fw === 'fastify') {
     const app = (await import('fastify')).default();
     if (variant === 'shed') await app.register((await import('@sluice/fastify')).shed, { shedder });
@@ -48,7 +53,11 @@ if (mode === 'serve') {
     app.use((ctx) => {
       ctx.body = { ok: true };
     });
-    server = app.listen(0, '127.0.0.1');
+    if (variant === 'front') {
+      const guard = (await import('@sluice/koa')).shed({ shedder });
+      const handle = app.callback();
+      server = (await import('node:http')).createServer((q, s) => guard(q, s, () => handle(q, s))).listen(0, '127.0.0.1');
+    } else server = app.listen(0, '127.0.0.1');
   }
   await new Promise((r) => (server.listening ? r() : server.once('listening', r)));
   let cpu;

@@ -11,7 +11,7 @@ export type { FastifyRateLimitSpellings } from './adapter/peer-fastify.js';
 export type { PeerSpellings } from './adapter/peers.js';
 export type { LimitedResponse } from './adapter/problem.js';
 export { routeScope } from './adapter/scope.js';
-export { type ShedOptions, shedGate } from './adapter/shed.js';
+export { type ShedNodeResponse, type ShedOptions, shedGate, shedGuard } from './adapter/shed.js';
 export { type HttpLimit, httpLimit } from './adapter/verdict.js';
 export { badOption } from './errors.js';
 export { isBoolean, isFunction, own, resolve, spec } from './options.js';

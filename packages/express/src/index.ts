@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '@sluice/core';
 import {
   type ExpressRateLimitSpellings,
@@ -10,6 +11,7 @@ import {
   routeScope,
   type ShedOptions,
   shedGate,
+  shedGuard,
   spec,
   stackHeaders,
 } from '@sluice/core/adapter';
@@ -105,22 +107,27 @@ export type { Decision } from '@sluice/core';
 export type ExpressShedOptions = ShedOptions<Request>;
 
 /**
+ * shed()'s middleware: an Express RequestHandler, and also a guard for node:http's request and response in front
+ * of the app, `(req, res, next) => void`, which reads only `req.headers`, `req.url`, `req.method` (through your
+ * `priority`) and writes the 503 with `res.writeHead`/`res.end`.
+ */
+export type ExpressShed = RequestHandler & ((req: IncomingMessage, res: ServerResponse, next: () => void) => void);
+
+/**
  * Express middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
  * waiting up to `maxWait`, default 0) answers 503 with Retry-After and problem+json. Bad options throw here.
+ * Under heavy overload, mount it in front of the app, on node:http: a shed request then costs node:http's
+ * parsing and the 503 only, not Express's per-request work (docs/shedding.md); `priority(req)` then gets Node's
+ * IncomingMessage (`req.headers`, `req.url`, `req.method`; not Express's `req.path` or `req.ip`). Mounted both
+ * ways, one request takes one slot.
  * @example app.use(shed({ priority: (req) => (req.path.startsWith('/checkout') ? 'critical' : 'normal') }))
+ * @example
+ * const guard = shed({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
+ * http.createServer((req, res) => guard(req, res, () => app(req, res))).listen(3000);
  */
-export function shed(options: ExpressShedOptions = {}): RequestHandler {
-  const gate = shedGate<Request>(options);
-  // Written as it is (no res.send: no ETag, no charset or freshness work): under overload, most requests take
-  // this path, and what each costs is taken from the requests being served (bench/RESULTS.md, issue 29).
-  const { status, headers, contentType, body } = gate.response;
-  const bytes = Buffer.from(body);
-  const head = { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) };
-  const answer = (res: Response) => res.writeHead(status, head).end(bytes);
-  return function sluiceShed(req, res, next) {
-    const admitted = gate.admit(req, res);
-    if (admitted === true) return next();
-    if (admitted === false) return void answer(res);
-    admitted.then((ok) => (ok ? next() : void answer(res)), next);
-  };
+export function shed(options: ExpressShedOptions = {}): ExpressShed {
+  // The kit's node:http guard as it is: Express's req and res are node:http's, and its 503 is written with
+  // writeHead/end (no res.send: no ETag, charset or freshness work; under overload most requests take this path).
+  // In front of the app, `priority` gets the IncomingMessage its type calls a Request (said in the doc comment).
+  return shedGuard(shedGate<Request>(options)) as unknown as ExpressShed;
 }

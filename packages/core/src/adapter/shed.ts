@@ -1,5 +1,6 @@
 // What the Express, Fastify and Koa shed() share: the shedder, the priority of a request, the short wait for a
-// slot, the release when the response ends or the client leaves, and the 503. Framework-free: `Req` is opaque.
+// slot, the release when the response ends or the client leaves, the 503, and the guard that does all of it on
+// node:http's request and response, in front of a framework. Framework-free: `Req` is opaque.
 import { badOption, SluiceError } from '../errors.js';
 import { checkNames, isFunction, resolve, spec } from '../options.js';
 import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shedder.js';
@@ -16,6 +17,11 @@ export interface ShedOptions<Req> extends ShedderOptions {
 export interface ShedRawResponse {
   readonly destroyed: boolean;
   once(event: 'close' | 'finish', listener: () => void): unknown;
+}
+
+/** What shedGuard writes a 503 to: node:http's ServerResponse. */
+export interface ShedNodeResponse extends ShedRawResponse {
+  writeHead(status: number, headers: Record<string, string>): { end(body: Uint8Array): unknown };
 }
 
 /** The answer to a shed request. */
@@ -128,11 +134,19 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
   if (given !== undefined) checkNames(rest, [], 'an option beside shedder (give it to createShedder)');
   const shedder = given ?? createShedder(rest);
   const queue = waitingRoom(shedder);
+  // The responses that hold a slot of this gate: a gate mounted twice on one request (in front of the app on
+  // node:http and inside it) takes one slot, and the second pass admits at once.
+  const holding = new WeakSet<ShedRawResponse>();
+  const hold = (raw: ShedRawResponse) => {
+    holding.add(raw);
+    return true;
+  };
 
   return {
     shedder,
     response: RESPONSE,
     admit(req, raw) {
+      if (holding.has(raw)) return true;
       let p: Priority = 'normal';
       if (priority !== undefined) {
         try {
@@ -144,10 +158,34 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
       const permit = shedder.acquire(p);
       if (permit !== undefined) {
         holdUntilEnd(permit, raw);
-        return true;
+        return hold(raw);
       }
       if (shedder.maxWaitMs === 0 || raw.destroyed || !queue.enter(p)) return false;
-      return queue.wait(p, raw);
+      return queue.wait(p, raw).then((ok) => ok && hold(raw));
     },
+  };
+}
+
+/**
+ * A gate as a node:http guard, `(req, res, next) => void`: `next()` once the request holds a slot, else the 503
+ * written with `writeHead`/`end` (no framework's response helpers: under overload most requests take this path).
+ * In front of a framework (`http.createServer((req, res) => guard(req, res, () => app(req, res)))`) a shed
+ * request costs node:http's parsing and the 503 only. `next(error)` when `priority(req)` throws (ERR_SLUICE_PRIORITY).
+ * @example const guard = shedGuard(shedGate<IncomingMessage>({ maxWait: '20ms' }))
+ */
+export function shedGuard<Req>(gate: ShedGate<Req>): (req: Req, res: ShedNodeResponse, next: (error?: unknown) => void) => void {
+  const { status, headers, contentType, body } = gate.response;
+  const bytes = Buffer.from(body);
+  const head = { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) };
+  return function sluiceShedGuard(req, res, next) {
+    let admitted: boolean | Promise<boolean>;
+    try {
+      admitted = gate.admit(req, res);
+    } catch (error) {
+      return next(error); // priority(req) threw: in Express, the app's error handler; in front, the caller's next
+    }
+    if (admitted === true) return next();
+    if (admitted === false) return void res.writeHead(status, head).end(bytes);
+    admitted.then((ok) => (ok ? next() : void res.writeHead(status, head).end(bytes)), next);
   };
 }
