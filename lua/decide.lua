@@ -32,7 +32,8 @@
 -- ran under; a call numbered no higher is not run again, and answers the error SLUICE_AGAIN (the store
 -- answers its decisions by the fail mode). A call overtaken by a later one (a rare reordering around a
 -- reset) is refused too: refusing is safe, running twice is not. One command per call, not per decision.
--- KEYS and ARGV are globals: a local each saves a lookup in the globals table per read.
+-- KEYS and ARGV are globals: a local each saves a lookup in the globals table per read. A number
+-- argument is read as `ARGV[i] + 0`: one strtod, where tonumber() is a C call that parses it twice.
 local KEYS, ARGV = KEYS, ARGV
 local last = tonumber(call('SET', KEYS[1], ARGV[1], 'PX', '60000', 'GET'))
 if last and last >= tonumber(ARGV[1]) then
@@ -43,9 +44,9 @@ end
 local now
 if ARGV[2] == '' then
   local t = call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  now = t[1] * 1000 + t[2] / 1000
 else
-  now = tonumber(ARGV[2])
+  now = ARGV[2] + 0
   -- A test clock is not Redis' clock: keep keys past the TTLs it computes.
   SLACK = 3600000
 end
@@ -53,7 +54,7 @@ end
 -- Decode, once: the specs (the algorithms' functions made once per call, and only for the algorithms
 -- named), then each run as the loop comes to it.
 local made, specs = {}, {}
-local nspecs = tonumber(ARGV[3])
+local nspecs = ARGV[3] + 0
 for s = 1, nspecs do
   local b = 3 + (s - 1) * 5
   local code = ARGV[b + 1]
@@ -63,25 +64,25 @@ for s = 1, nspecs do
     made[code] = fns
   end
   local starts = ARGV[b + 5]
-  local window = starts ~= '' and starts or tonumber(ARGV[b + 3])
-  specs[s] = { fns[1], tonumber(ARGV[b + 2]), window, tonumber(ARGV[b + 4]), fns[2], fns[3] }
+  local window = starts ~= '' and starts or ARGV[b + 3] + 0
+  specs[s] = { fns[1], ARGV[b + 2] + 0, window, ARGV[b + 4] + 0, fns[2], fns[3] }
 end
 
 local reply, r, k = {}, 0, 2
 local a, nargs = 4 + nspecs * 5, #ARGV
 -- Then one loop: every decision of every run.
 while a <= nargs do
-  local count, op, cost, idTtl, slots = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
-  local n = tonumber(ARGV[a + 5])
+  local count, op, cost, idTtl, slots = ARGV[a] + 0, ARGV[a + 1], ARGV[a + 2] + 0, ARGV[a + 3] + 0, ARGV[a + 4]
+  local n = ARGV[a + 5] + 0
   -- The run's specs, looked up once for all its decisions.
   local run = {}
   for i = 1, n do
-    run[i] = specs[tonumber(ARGV[a + 5 + i])]
+    run[i] = specs[ARGV[a + 5 + i] + 0]
   end
   a = a + 6 + n
   local consume, release, adjust = op == 'c', op == 'r', op == 'a' or op == 'r'
   -- A reservation's most wait (µs), or false: it takes the general body below.
-  local reserve = sub(op, 1, 1) == 'w' and tonumber(sub(op, 2))
+  local reserve = not (consume or adjust or op == 'p') and sub(op, 2) + 0
   local from = 1
   -- Two fast paths for runs of one policy and no id, each kept because bench/lua-instructions.mjs shows
   -- it earns its place against the general body below (Redis instructions in the script calls, calls

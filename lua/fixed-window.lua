@@ -4,7 +4,7 @@
 -- and @fastify/rate-limit's stores count.
 -- code: fw
 -- Contract: fixed_window(key, now, limit, window, burst, cost, apply)
---   key    KEYS entry holding "index count" (aligned) or "start count" (first-hit: the window's start, ms)
+--   key    KEYS entry holding index and count (aligned) or start and count (first-hit: the window's start, ms)
 --   burst  0 for start 'first-hit', else unused
 -- Reply: ok, remaining (integer), resetMs (to the window's end, 0 when unused),
 --   retryAfterUs (to the window's end in whole µs, rounded up: 0 when ok, else >= 1)
@@ -35,8 +35,7 @@ local function fixed_window(key, now, limit, window, burst, cost, apply)
   if ok and apply then
     count = count + cost
     -- Within the stored window the key already expires at its end.
-    -- Whole numbers (an aligned index, a whole cost: the usual case) in one format.
-    put(key, (idx % 1 == 0 and count % 1 == 0) and format('%d %d', idx, count) or num(idx) .. ' ' .. num(count), same, ends)
+    put(key, pack('>dd', idx, count), same, ends)
   end
   local reset, retry = 0, 0
   if count > 0 then reset = ends end
@@ -57,5 +56,5 @@ local function fixed_window_adjust(key, now, limit, window, burst, delta)
     drop(key)
     return
   end
-  put(key, num(idx) .. ' ' .. num(after), same, math.ceil(math.max(1, math.ceil(left * 1000)) / 1000))
+  put(key, pack('>dd', idx, after), same, math.ceil(math.max(1, math.ceil(left * 1000)) / 1000))
 end

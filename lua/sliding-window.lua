@@ -2,14 +2,14 @@
 -- is the share of the previous window still inside (now - window, now].
 -- code: sw
 -- Contract: sliding_window(key, now, limit, window, burst, cost, apply)
---   key    KEYS entry holding "index current previous"; burst is unused
+--   key    KEYS entry holding the window index, its count and the previous window's; burst is unused
 -- Reply: ok, remaining (integer), resetMs (until both counters weigh nothing),
 --   retryAfterUs (whole µs, rounded up: 0 when ok, else >= 1)
 -- The window counted in, its count and the previous window's; `same`: the key holds that window.
 local function sliding_window_state(key, now, window)
   local idx = now / window
   idx = idx - idx % 1
-  local stored, c, p = fields3(get(key))
+  local stored, c, p = fields(get(key))
   if stored ~= nil and stored >= idx then return stored, c, p, true end
   if stored == idx - 1 then return idx, 0, c, false end
   return idx, 0, 0, false
@@ -26,9 +26,7 @@ local function sliding_window(key, now, limit, window, burst, cost, apply)
     cur = cur + cost
     used = used + cost
     -- Within the stored window the key already expires when it stops weighing: the same instant.
-    -- Whole counts (whole costs, the usual case) in one format.
-    local value = (cur % 1 == 0 and prev % 1 == 0) and format('%d %d %d', idx, cur, prev) or format('%d ', idx) .. num(cur) .. ' ' .. num(prev)
-    put(key, value, same, start + 2 * window - now)
+    put(key, pack('>ddd', idx, cur, prev), same, start + 2 * window - now)
   end
   local reset, retry = 0, 0
   if cur > 0 then
@@ -68,7 +66,7 @@ local function sliding_window_adjust(key, now, limit, window, burst, delta)
     drop(key)
     return
   end
-  put(key, format('%d ', idx) .. num(after) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
+  put(key, pack('>ddd', idx, after, prev), same, idx * window + 2 * window - now)
 end
 
 -- A reservation (decide.lua's op 'w') whose turn is `at` (ms; the step's retry told when): its cost is
@@ -81,5 +79,5 @@ local function sliding_window_reserve(key, now, limit, window, burst, cost, at)
     prev = turn == idx + 1 and cur or 0
     idx, cur, same = turn, 0, false
   end
-  put(key, format('%d ', idx) .. num(cur + cost) .. ' ' .. num(prev), same, idx * window + 2 * window - now)
+  put(key, pack('>ddd', idx, cur + cost, prev), same, idx * window + 2 * window - now)
 end

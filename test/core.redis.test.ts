@@ -173,10 +173,33 @@ describe('@sluice/core on a real Redis', () => {
       expect(pttl).toBeGreaterThan(expected - 200);
       expect(pttl).toBeLessThanOrEqual(Math.ceil(expected) + (algorithm === 'token-bucket' ? 63 : 2));
     }
-    // A token bucket's state is one integer (µs), which Redis stores as a number.
+    // A token bucket's state is one number (TAT, whole µs), packed as a big-endian double: 8 bytes.
     const [tb] = await client.keys(`${prefix}:{token-bucket}:*`);
-    expect(await client.get(tb as string)).toMatch(/^\d+$/);
-    expect(await client.object('ENCODING', tb as string)).toBe('int');
+    const packed = (await client.getBuffer(tb as string)) as Buffer;
+    expect(packed.length).toBe(8);
+    expect(Number.isInteger(packed.readDoubleBE(0))).toBe(true);
+    expect(packed.readDoubleBE(0) / 1000 - now).toBeGreaterThan(1000);
+  });
+
+  it.each([
+    // Text states as versions before issue 30 wrote them: 2 of 3 units used, so 1 remains.
+    ['token-bucket', { limit: 3, window: 1200 }, (us: number) => `${us + 800_000}`],
+    ['token-bucket', { limit: 3, window: 1000 }, (us: number) => `${us + 666_666} 2`],
+    ['fixed-window', { limit: 3, window: 3_600_000, algorithm: 'fixed-window' }, (us: number) => `${Math.floor(us / 3.6e9)} 2`],
+    ['sliding-window', { limit: 3, window: 3_600_000, algorithm: 'sliding-window' }, (us: number) => `${Math.floor(us / 3.6e9)} 2 0`],
+  ] as const)('a %s counter an older version wrote as text is read on (upgrades keep counts)', async (_, policy, text) => {
+    const prefix = uniquePrefix();
+    const limiter = createLimiter({ policy, store: redisStore({ client }), prefix, denyCache: false });
+    await limiter.consume('k');
+    const [key] = await client.keys(`${prefix}:*`);
+    const [s, us] = await client.time();
+    await client.set(key as string, text(Number(s) * 1e6 + Number(us)), 'KEEPTTL');
+    expect((await limiter.peek('k')).remaining).toBe(1);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    // Written again, packed.
+    expect(((await client.getBuffer(key as string)) as Buffer)[0]).toBeGreaterThan(57);
+    await limiter.close();
   });
 
   it('a token bucket key that keeps its TTL never expires before its bucket is full', async () => {
@@ -192,9 +215,10 @@ describe('@sluice/core on a real Redis', () => {
       if (!d.allowed) continue;
       const [key] = await client.keys(`${prefix}:*`);
       if (key === undefined) continue; // full again and gone
-      const [raw, pttl, [s, us]] = await Promise.all([client.get(key as string), client.pttl(key as string), client.time()]);
+      const [raw, pttl, [s, us]] = await Promise.all([client.getBuffer(key as string), client.pttl(key as string), client.time()]);
       if (raw === null) continue;
-      const tatMs = Number(String(raw).split(' ')[0]) / 1000;
+      // TAT, µs: the state's first packed number.
+      const tatMs = raw.readDoubleBE(0) / 1000;
       const nowMs = Number(s) * 1000 + Number(us) / 1000;
       expect(pttl).toBeGreaterThanOrEqual(Math.floor(tatMs - nowMs) - 1);
       checked++;
