@@ -2,7 +2,8 @@
 // rate (requests sent on a schedule, whatever the answers: a request's latency counts from when it was due,
 // so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its capacity. Contenders side by side:
 // no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every 100 ms, the same
-// signal and threshold as sluice's default targetDelay) and sluice's shed() (its defaults, or --shed JSON).
+// signal and threshold as sluice's default targetDelay) and sluice's shed() (its defaults, or --shed JSON;
+// Express's and Koa's mounted in front of the app on node:http unless --mount app).
 // The load generator is this process; each (contender, load) gets a fresh server in a child process on
 // 127.0.0.1, so no backlog carries over. Each round measures capacity again (the unprotected server's req/s
 // under 16 closed-loop connections, autocannon: on a shared machine what the server gets of a core moves),
@@ -11,10 +12,12 @@
 // contender's own goodput at 1x and to the unprotected server's at that load; p50/p99 of admitted (2xx)
 // requests; share shed (503) and lost (no answer within the drain); the cores each side used; then 4x with
 // every fifth request critical (x-priority: critical), and the share of those that got a 2xx within 250 ms.
-// --nice N runs both sides at that priority (root only), --verbose prints every run (with the shedder's limit
-// and the time each 2xx waited before its handler), --contenders and --loads narrow the run.
+// --nice N runs both sides at that priority (root only), --verbose prints every run (with the shedder's limit,
+// the time each 2xx waited before its handler, and whether failed critical requests were shed, late or lost),
+// --contenders and --loads narrow the run, --mount app puts Express's and Koa's shed() in the app instead of
+// in front of it.
 // Usage: pnpm build && node bench/overload.mjs [--seconds 3 --rounds 3 --frameworks express,fastify,koa]
-//        [--shed '{"reserve":{"critical":0.8}}'] [--nice -10] [--verbose]
+//        [--shed '{"reserve":{"critical":0.8}}'] [--mount front|app] [--nice -10] [--verbose]
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { loadavg, setPriority } from 'node:os';
@@ -35,6 +38,11 @@ const SHED = arg('shed', '{}');
 // --nice -5: both sides at a higher priority than the other work on a shared machine (root only); default 0.
 const NICE = Number(arg('nice', 0));
 if (NICE !== 0) setPriority(NICE);
+// --mount front (default): Express's and Koa's shed() in front of the app, on node:http's request and response
+// (a shed request costs node:http's parsing and the 503, not the framework's work: bench/lab/shed-cost.mjs);
+// --mount app: as the app's first middleware. Fastify's is a plugin (its onRequest hook) either way.
+const MOUNT = arg('mount', 'front');
+if (MOUNT !== 'front' && MOUNT !== 'app') throw new Error(`--mount must be front or app, not ${MOUNT}`);
 const GOOD_MS = 250;
 const DRAIN_MS = 1000;
 const ONLY = arg('contenders');
@@ -73,34 +81,45 @@ async function serve(framework, contender, shedOptions) {
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     server = app.server;
-  } else if (framework === 'express') {
-    const app = (await import('express')).default();
-    if (contender === 'sluice')
-      app.use((await import('@sluice/express')).shed({ ...shedOptions, priority: (req) => priority(req.headers['x-priority']) }));
-    app.get('/', (_req, res) => {
-      stamp((k, v) => res.set(k, v));
-      res.json(burn(2));
-    });
-    server = await new Promise((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
   } else {
-    const app = new (await import('koa')).default();
-    if (contender === 'sluice')
-      app.use((await import('@sluice/koa')).shed({ ...shedOptions, priority: (ctx) => priority(ctx.get('x-priority')) }));
-    app.use((ctx) => {
-      stamp((k, v) => ctx.set(k, v));
-      ctx.body = burn(2);
-    });
-    server = await new Promise((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
+    // Express and Koa: shed() in the app, or in front of it (--mount front), where priority() gets node:http's
+    // IncomingMessage (req.headers reads the same on Express's req, Koa's ctx and node:http's req).
+    let guard;
+    let handle;
+    if (framework === 'express') {
+      const app = (await import('express')).default();
+      if (contender === 'sluice')
+        guard = (await import('@sluice/express')).shed({ ...shedOptions, priority: (req) => priority(req.headers['x-priority']) });
+      if (guard !== undefined && MOUNT === 'app') app.use(guard);
+      app.get('/', (_req, res) => {
+        stamp((k, v) => res.set(k, v));
+        res.json(burn(2));
+      });
+      handle = app;
+    } else {
+      const app = new (await import('koa')).default();
+      if (contender === 'sluice')
+        guard = (await import('@sluice/koa')).shed({ ...shedOptions, priority: (ctx) => priority(ctx.headers['x-priority']) });
+      if (guard !== undefined && MOUNT === 'app') app.use(guard);
+      app.use((ctx) => {
+        stamp((k, v) => ctx.set(k, v));
+        ctx.body = burn(2);
+      });
+      handle = app.callback();
+    }
+    const front = guard !== undefined && MOUNT === 'front';
+    server = (await import('node:http')).createServer(front ? (req, res) => guard(req, res, () => handle(req, res)) : handle);
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   }
   // What the load cost this side, and what the shedder did: asked for by the load process around each run.
-  const trace = { limits: [], shed: 0 };
+  // criticalSheds: when in the run (ms from its start) each critical request was shed, at what limit and in flight.
+  const trace = { limits: [], shed: 0, criticalSheds: [] };
   (await import('node:diagnostics_channel')).subscribe('sluice:event', (e) => {
     if (e.type === 'concurrency') trace.limits.push(e.limit);
-    else if (e.type === 'shed') trace.shed++;
+    else if (e.type === 'shed') {
+      trace.shed++;
+      if (e.priority === 'critical') trace.criticalSheds.push([Math.round(performance.now() - t), e.limit, e.inFlight]);
+    }
   });
   let cpu = process.cpuUsage();
   let elu = performance.eventLoopUtilization();
@@ -112,6 +131,7 @@ async function serve(framework, contender, shedOptions) {
       t = performance.now();
       trace.limits = [];
       trace.shed = 0;
+      trace.criticalSheds = [];
       return;
     }
     const used = process.cpuUsage(cpu);
@@ -120,10 +140,24 @@ async function serve(framework, contender, shedOptions) {
       cpu: (used.user + used.system) / 1000 / (performance.now() - t), // cores used by the server over the run
       elu: performance.eventLoopUtilization(elu).utilization,
       limit: limits.length === 0 ? undefined : { min: limits[0], median: limits[limits.length >> 1], max: limits.at(-1) },
+      criticalSheds: trace.criticalSheds.length === 0 ? undefined : criticalShedTrace(trace.criticalSheds),
     });
   });
   process.send({ port: server.address().port });
   process.on('disconnect', () => process.exit(0));
+}
+
+/** The critical requests shed in a run (--verbose): how many per half second, and at which limit and in flight. */
+function criticalShedTrace(sheds) {
+  const count = (xs) => Object.fromEntries([...new Set(xs)].sort((a, b) => a - b).map((x) => [x, xs.filter((y) => y === x).length]));
+  const halves = [];
+  for (const [t] of sheds) halves[Math.floor(t / 500)] = (halves[Math.floor(t / 500)] ?? 0) + 1;
+  return {
+    n: sheds.length,
+    perHalfSecond: Array.from(halves, (n) => n ?? 0),
+    atLimit: count(sheds.map((s) => s[1])),
+    atInFlight: count(sheds.map((s) => s[2])),
+  };
 }
 
 // ---------------------------------------------------------------- the load (this process)
@@ -157,6 +191,14 @@ function summarize(results, seconds) {
     shed: results.filter((r) => r.status === 503).length / results.length,
     lost: results.filter((r) => r.status === 0).length / results.length,
     critical: critical.length === 0 ? undefined : critical.filter(good).length / critical.length,
+    // Why critical requests failed: shed (503), late (2xx after GOOD_MS) or lost, as shares of critical requests.
+    ...(critical.length === 0
+      ? {}
+      : {
+          criticalShed: critical.filter((r) => r.status === 503).length / critical.length,
+          criticalLate: critical.filter((r) => r.status >= 200 && r.status < 300 && r.ms > GOOD_MS).length / critical.length,
+          criticalLost: critical.filter((r) => r.status === 0).length / critical.length,
+        }),
     ...(ok[0]?.start === undefined ? {} : waited(ok)),
   };
 }
@@ -188,14 +230,29 @@ async function measure(framework, contender, rate, criticalEvery) {
   const clientCpu = (used.user + used.system) / 1000 / (performance.now() - t);
   const side = await server.ask('stats');
   server.stop();
-  return { ...summarize(results, SECONDS), serverCpu: side.cpu, clientCpu, elu: side.elu, limit: side.limit };
+  return {
+    ...summarize(results, SECONDS),
+    serverCpu: side.cpu,
+    clientCpu,
+    elu: side.elu,
+    limit: side.limit,
+    criticalSheds: side.criticalSheds,
+  };
 }
 
 const fmt = (s, digits = 0) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
 const pct = (s) => `${(s.median * 100).toFixed(1)}% (${(s.min * 100).toFixed(1)}–${(s.max * 100).toFixed(1)})`;
 
 async function main() {
-  const figures = { seconds: SECONDS, rounds: ROUNDS, goodMs: GOOD_MS, nice: NICE, shedOptions: JSON.parse(SHED), frameworks: {} };
+  const figures = {
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    goodMs: GOOD_MS,
+    nice: NICE,
+    shedOptions: JSON.parse(SHED),
+    mount: MOUNT,
+    frameworks: {},
+  };
   const began = performance.now();
   const loads = [...LOADS, 'critical'];
   for (const framework of FRAMEWORKS) {
@@ -224,7 +281,10 @@ async function main() {
     }
     const capS = stats(caps);
     figures.frameworks[framework] = { capacity: capS.median, capacities: caps, contenders: {} };
-    console.log(`\n${framework}: capacity ${fmt(capS)} req/s per round (2 ms handler, 16 closed-loop connections)`);
+    const mount = framework === 'fastify' ? 'a plugin' : MOUNT === 'front' ? 'in front of the app, on node:http' : 'in the app';
+    console.log(
+      `\n${framework}: capacity ${fmt(capS)} req/s per round (2 ms handler, 16 closed-loop connections); sluice's shed() ${mount}`,
+    );
     console.log('| contender | load | goodput req/s | / own 1x | / none | p50 ms | p99 ms | shed | lost | server, client CPU |');
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const [contender, byLoad] of Object.entries(runs)) {

@@ -5,15 +5,21 @@
 // (the handler plus its framework), a shed one for `shedCost` ms (the framework's cost of reading and answering
 // it). Slots come back at the end of the turn, as in Node; the event loop's delay read by the shedder is the
 // longest turn since its last read. Latency counts from arrival to the end of the request's run. Each load
-// starts a new shedder after a warm-up below capacity, as bench/overload.mjs does. Deterministic.
+// starts a new shedder after a warm-up below capacity, as bench/overload.mjs does. Deterministic (--arrivals
+// poisson: random gaps, from a fixed seed).
 // Usage: node bench/lab/shed-model.mjs [--seconds 3] [--service 2.2] [--shed-cost 0.05] [--shed '{"reserve":{"critical":0.2}}']
+//        [--arrivals even|poisson] [--steal 0.1]
 import { createShedder } from '@sluice/core';
 import { arg } from '../args.mjs';
 
 const SECONDS = Number(arg('seconds', 3));
 const SERVICE = Number(arg('service', 2.2));
+// --steal 0.1: the server gets 90% of a core during the runs, against the capacity the loads are reckoned from
+// (on a shared machine, what bench/overload.mjs's servers got); default 0.
+const SLOW = 1 / (1 - Number(arg('steal', 0)));
 const SHED_COST = arg('shed-cost', '0.05,0.15').split(',').map(Number);
 const SHED = JSON.parse(arg('shed', '{}'));
+const POISSON = arg('arrivals', 'even') === 'poisson';
 const GOOD_MS = 250;
 const WARM_MS = 500;
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -39,26 +45,73 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
   const warm = Math.round(warmRate * WARM_MS);
   const rate = load / SERVICE; // per ms
   const total = warm + Math.round(rate * SECONDS * 1000);
-  const arrival = (i) => (i < warm ? i / warmRate : WARM_MS + (i - warm) / rate);
+  // Evenly spaced, or (--arrivals poisson) with exponential gaps from a seeded generator: the same run each time,
+  // with the bursts a real network delivers (a turn then reads more or fewer requests than the mean).
+  let seed = 29;
+  const uniform = () => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return (seed + 0.5) / 2 ** 32;
+  };
+  const times = [];
+  for (let i = 0, t = WARM_MS; i < total; i++) {
+    if (i < warm) times.push(i / warmRate);
+    else {
+      times.push(t);
+      t += POISSON ? -Math.log(uniform()) / rate : 1 / rate;
+    }
+  }
+  const arrival = (i) => times[i];
   const done = [];
   const limits = [];
+  const record = (i, critical, ok) => i >= warm && done.push({ critical, ok, ms: state.now - arrival(i) });
+  // maxWait: the adapters' waiting room as the kit keeps it (at most `limit` requests, critical ones first, a
+  // critical one arriving at a full room displacing the last normal one); served when slots come back, at the
+  // end of a turn, before the next turn's arrivals; shed past maxWait.
+  const maxWait = Number.parseFloat(String(options.maxWait ?? 0)); // in ms: 20 or '20ms'
+  const room = [];
+  const admit = (i, critical, permit) => {
+    state.now += SERVICE * SLOW;
+    record(i, critical, true);
+    permit.release();
+  };
   let next = 0;
   while (next < total) {
-    if (arrival(next) > state.now) state.now = arrival(next); // idle until the next request
-    const start = state.now;
+    let start = state.now;
+    for (let w = room.shift(); w !== undefined; w = room.shift()) {
+      if (state.now - arrival(w.i) > maxWait) {
+        record(w.i, w.critical, false);
+        continue;
+      }
+      const permit = shedder.acquire(w.critical ? 'critical' : 'normal');
+      if (permit === undefined) {
+        room.unshift(w);
+        break;
+      }
+      admit(w.i, w.critical, permit);
+    }
+    if (state.now === start && arrival(next) > state.now) start = state.now = arrival(next); // idle until the next request
     const batch = [];
-    while (next < total && arrival(next) <= start) batch.push(next++);
+    const poll = state.now;
+    while (next < total && arrival(next) <= poll) batch.push(next++);
     for (const i of batch) {
       const critical = criticalEvery > 0 && i % criticalEvery === 0;
       const permit = shedder.acquire(critical ? 'critical' : 'normal');
-      state.now += permit === undefined ? shedCost : SERVICE;
-      if (i >= warm) done.push({ critical, ok: permit !== undefined, ms: state.now - arrival(i) });
-      permit?.release();
+      if (permit !== undefined) {
+        admit(i, critical, permit);
+        continue;
+      }
+      state.now += shedCost * SLOW;
+      if (maxWait > 0 && (room.length < shedder.limit || (critical && !room.at(-1).critical))) {
+        if (room.length >= shedder.limit) record(room.pop().i, false, false);
+        const at = critical ? room.findIndex((w) => !w.critical) : -1;
+        room.splice(at < 0 ? room.length : at, 0, { i, critical });
+      } else record(i, critical, false);
     }
     state.longest = Math.max(state.longest, state.now - start);
     await turn(); // the slots come back, the shedder adapts
     if (next > warm) limits.push(shedder.limit);
   }
+  for (const w of room) record(w.i, w.critical, false);
   shedder.close();
   const ok = done.filter((r) => r.ok);
   const good = ok.filter((r) => r.ms <= GOOD_MS);
@@ -80,7 +133,9 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
 }
 
 const f = (x, d = 0) => (x === undefined ? '' : x.toFixed(d));
-console.log(`service ${SERVICE} ms (capacity ${f(1000 / SERVICE)}/s), ${SECONDS} s per load, shed() options ${JSON.stringify(SHED)}`);
+console.log(
+  `service ${SERVICE} ms (capacity ${f(1000 / SERVICE)}/s), ${SECONDS} s per load, ${POISSON ? 'Poisson' : 'even'} arrivals, ${f((1 - 1 / SLOW) * 100)}% of the core taken by others, shed() options ${JSON.stringify(SHED)}`,
+);
 for (const shedCost of SHED_COST) {
   console.log(`\nshed cost ${shedCost} ms per request`);
   console.log('| load | goodput/s | / 1x | p50 ms | p99 ms | shed | median limit | critical 2xx in 250 ms |');

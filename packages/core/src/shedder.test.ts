@@ -71,6 +71,30 @@ describe('createShedder', () => {
     expect(shedder.inFlight).toBe(10);
   });
 
+  test('a lower class yields for one window (100 ms) to a higher class that was refused', async () => {
+    const { shedder, state } = controlled({ limit: { initial: 4 }, reserve: { critical: 0.5, normal: 0.25 } });
+    const held = [0, 1, 2, 3].map(() => shedder.acquire('critical') as Permit);
+    expect(shedder.acquire('critical')).toBeUndefined(); // refused: the limit is full
+    for (const p of held) p.release();
+    await turn();
+    expect(shedder.inFlight).toBe(0);
+    state.now += 99;
+    expect(shedder.acquire('normal')).toBeUndefined(); // room for it, but critical was refused 99 ms ago
+    expect(shedder.acquire('sheddable')).toBeUndefined();
+    const critical = shedder.acquire('critical');
+    expect(critical).toBeDefined(); // critical itself is not held back
+    state.now += 1;
+    const normal = shedder.acquire('normal') as Permit;
+    expect(normal).toBeDefined(); // 100 ms on
+    expect(shedder.acquire('normal')).toBeUndefined(); // its own ceiling (2 of 4): refused, so sheddable yields
+    expect(shedder.acquire('sheddable')).toBeUndefined();
+    critical?.release();
+    normal.release();
+    await turn();
+    state.now += 100;
+    expect(shedder.acquire('sheddable')).toBeDefined();
+  });
+
   test('a class with a share keeps one slot at the smallest limit', () => {
     const { shedder } = controlled({ limit: { initial: 1 } });
     expect(shedder.acquire('sheddable')).toBeDefined();
