@@ -182,9 +182,10 @@ describe('@sluice/core on a real Redis', () => {
   });
 
   it.each([
-    // Text states as versions before issue 30 wrote them: 2 of 3 units used, so 1 remains.
-    ['token-bucket', { limit: 3, window: 1200 }, (us: number) => `${us + 800_000}`],
-    ['token-bucket', { limit: 3, window: 1000 }, (us: number) => `${us + 666_666} 2`],
+    // Text states as versions before issue 30 wrote them: 2 of 3 units used, so 1 remains (windows long
+    // enough that no unit comes back during the test, however slow the machine).
+    ['token-bucket', { limit: 3, window: 3_600_000 }, (us: number) => `${us + 2_400_000_000}`],
+    ['token-bucket', { limit: 3, window: 1_000_000 }, (us: number) => `${us + 666_666_666} 2`],
     ['fixed-window', { limit: 3, window: 3_600_000, algorithm: 'fixed-window' }, (us: number) => `${Math.floor(us / 3.6e9)} 2`],
     ['sliding-window', { limit: 3, window: 3_600_000, algorithm: 'sliding-window' }, (us: number) => `${Math.floor(us / 3.6e9)} 2 0`],
   ] as const)('a %s counter an older version wrote as text is read on (upgrades keep counts)', async (_, policy, text) => {
