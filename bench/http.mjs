@@ -154,7 +154,12 @@ function startServer(framework, contender) {
     const as = contender === 'control' ? 'bare' : contender === 'baseline' ? 'sluice-redis' : contender;
     const child = fork(SERVER, [framework, as, String(redis.port), HANDLER], {
       execArgv: ['--import', HOOKS, ...execArgv],
-      env: { ...process.env, SLUICE_BENCH_SNAPSHOT: contender === 'baseline' ? baseline : snapshot },
+      // The baseline counts under a prefix of its own: another version may not read this one's counters.
+      env: {
+        ...process.env,
+        SLUICE_BENCH_SNAPSHOT: contender === 'baseline' ? baseline : snapshot,
+        SLUICE_BENCH_PREFIX: contender === 'baseline' ? 'sluice-baseline' : '',
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.add(child);

@@ -45,7 +45,8 @@ async function sluiceOptions(key) {
       : contender === 'sluice-redis-skip-failed'
         ? { skipFailedRequests: true }
         : {};
-  return { policy, store, key, onEvent, ...extra };
+  const prefix = process.env.SLUICE_BENCH_PREFIX ? { prefix: process.env.SLUICE_BENCH_PREFIX } : {};
+  return { policy, store, key, onEvent, ...prefix, ...extra };
 }
 
 async function express() {
