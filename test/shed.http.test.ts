@@ -26,7 +26,10 @@ interface App {
   close(): Promise<void>;
 }
 
-const priorityOf = (header: unknown): Priority => (header === 'critical' ? 'critical' : 'normal');
+const priorityOf = (header: unknown): Priority => {
+  if (header === 'throw') throw new Error('a priority function that throws');
+  return header === 'critical' ? 'critical' : 'normal';
+};
 
 async function start(framework: Framework, shedder: Shedder, both = false): Promise<App> {
   const mount: Mount = both ? 'both' : framework.endsWith(' in front') ? 'front' : 'app';
@@ -54,7 +57,7 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
     server =
       mount === 'app'
         ? app.listen(0, '127.0.0.1')
-        : createServer((req, res) => guard(req, res, () => app(req, res))).listen(0, '127.0.0.1');
+        : createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : app(req, res)))).listen(0, '127.0.0.1');
   } else if (framework.startsWith('koa')) {
     const app = new Koa();
     const guard = koaShed({ shedder, priority: (ctx) => priorityOf(mount === 'app' ? ctx.get('x-priority') : ctx.headers['x-priority']) });
@@ -66,7 +69,10 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
     server =
       mount === 'app'
         ? app.listen(0, '127.0.0.1')
-        : createServer((req, res) => guard(req, res, () => handle(req, res))).listen(0, '127.0.0.1');
+        : createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handle(req, res)))).listen(
+            0,
+            '127.0.0.1',
+          );
   } else {
     const app = Fastify();
     await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
@@ -97,6 +103,15 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
     app?.open();
     await app?.close();
     app = undefined;
+  });
+
+  test('a priority(req) that throws answers 500 and holds no slot (in front: the documented next)', async () => {
+    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+    app = await start(framework, shedder);
+    const thrown = await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'throw' } });
+    expect(thrown.status).toBe(500);
+    expect(shedder.inFlight).toBe(0);
+    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
   });
 
   test('answers 503 with Retry-After and problem+json when no slot is left, and takes the slot back when the response ends', async () => {

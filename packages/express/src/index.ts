@@ -123,7 +123,7 @@ export type ExpressShed = RequestHandler & ((req: IncomingMessage, res: ServerRe
  * @example app.use(shed({ priority: (req) => (req.path.startsWith('/checkout') ? 'critical' : 'normal') }))
  * @example
  * const guard = shed({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
- * http.createServer((req, res) => guard(req, res, () => app(req, res))).listen(3000);
+ * http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : app(req, res)))).listen(3000);
  */
 export function shed(options: ExpressShedOptions = {}): ExpressShed {
   // The kit's node:http guard as it is: Express's req and res are node:http's, and its 503 is written with

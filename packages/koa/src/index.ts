@@ -105,7 +105,7 @@ export type KoaShed = Middleware & ((req: IncomingMessage, res: ServerResponse, 
  * @example
  * const guard = shed({ priority: (ctx) => (ctx.url.startsWith('/checkout') ? 'critical' : 'normal') });
  * const handle = app.callback();
- * http.createServer((req, res) => guard(req, res, () => handle(req, res))).listen(3000);
+ * http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handle(req, res)))).listen(3000);
  */
 export function shed(options: KoaShedOptions = {}): KoaShed {
   const gate = shedGate<Context>(options);
