@@ -111,7 +111,7 @@ export type ExpressShedOptions = ShedOptions<Request>;
  * of the app, `(req, res, next) => void`, which reads only `req.headers`, `req.url`, `req.method` (through your
  * `priority`) and writes the 503 with `res.writeHead`/`res.end`.
  */
-export type ExpressShed = RequestHandler & ((req: IncomingMessage, res: ServerResponse, next: () => void) => void);
+export type ExpressShed = RequestHandler & ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void);
 
 /**
  * Express middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after

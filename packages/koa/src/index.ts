@@ -92,7 +92,7 @@ export type KoaShedOptions = ShedOptions<Context>;
  * app, `(req, res, next) => void`, which reads only what your `priority` reads and writes the 503 with
  * `res.writeHead`/`res.end`.
  */
-export type KoaShed = Middleware & ((req: IncomingMessage, res: ServerResponse, next: () => void) => void);
+export type KoaShed = Middleware & ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void);
 
 /**
  * Koa middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
