@@ -3,7 +3,8 @@
 // so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its capacity. Contenders side by side:
 // no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every 100 ms, the same
 // signal and threshold as sluice's default targetDelay) and sluice's shed() (its defaults, or --shed JSON;
-// Express's and Koa's mounted in front of the app on node:http unless --mount app).
+// mounted in front of the app on node:http unless --mount app: Express's and Koa's shed(), Fastify's shedGuard
+// through its serverFactory).
 // The load generator is this process; each (contender, load) gets a fresh server in a child process on
 // 127.0.0.1, so no backlog carries over. Each round measures capacity again (the unprotected server's req/s
 // under 16 closed-loop connections, autocannon: on a shared machine what the server gets of a core moves),
@@ -14,8 +15,8 @@
 // every fifth request critical (x-priority: critical), and the share of those that got a 2xx within 250 ms.
 // --nice N runs both sides at that priority (root only), --verbose prints every run (with the shedder's limit,
 // the time each 2xx waited before its handler, and whether failed critical requests were shed, late or lost),
-// --contenders and --loads narrow the run, --mount app puts Express's and Koa's shed() in the app instead of
-// in front of it.
+// --contenders and --loads narrow the run, --mount app puts sluice's shedding in the app (Express's and Koa's
+// shed() as middleware, Fastify's shed plugin) instead of in front of it.
 // Usage: pnpm build && node bench/overload.mjs [--seconds 3 --rounds 3 --frameworks express,fastify,koa]
 //        [--shed '{"reserve":{"critical":0.8}}'] [--mount front|app] [--nice -10] [--verbose]
 import { fork } from 'node:child_process';
@@ -38,9 +39,9 @@ const SHED = arg('shed', '{}');
 // --nice -5: both sides at a higher priority than the other work on a shared machine (root only); default 0.
 const NICE = Number(arg('nice', 0));
 if (NICE !== 0) setPriority(NICE);
-// --mount front (default): Express's and Koa's shed() in front of the app, on node:http's request and response
-// (a shed request costs node:http's parsing and the 503, not the framework's work: bench/lab/shed-cost.mjs);
-// --mount app: as the app's first middleware. Fastify's is a plugin (its onRequest hook) either way.
+// --mount front (default): shedding in front of the app, on node:http's request and response (a shed request
+// costs node:http's parsing and the 503, not the framework's work: bench/lab/shed-cost.mjs); --mount app: as
+// the app's first middleware (Fastify: the shed plugin's onRequest hook).
 const MOUNT = arg('mount', 'front');
 if (MOUNT !== 'front' && MOUNT !== 'app') throw new Error(`--mount must be front or app, not ${MOUNT}`);
 const GOOD_MS = 250;
@@ -69,9 +70,17 @@ const priority = (header) => (header === 'critical' ? 'critical' : 'normal');
 async function serve(framework, contender, shedOptions) {
   let server;
   if (framework === 'fastify') {
-    const app = (await import('fastify')).default();
-    if (contender === 'sluice')
-      await app.register((await import('@sluice/fastify')).shed, { ...shedOptions, priority: (r) => priority(r.headers['x-priority']) });
+    // In front (--mount front): shedGuard on node:http, through Fastify's serverFactory; in the app: the plugin.
+    const sluice = contender === 'sluice' ? await import('@sluice/fastify') : undefined;
+    const guard =
+      sluice && MOUNT === 'front'
+        ? sluice.shedGuard({ ...shedOptions, priority: (req) => priority(req.headers['x-priority']) })
+        : undefined;
+    const http = await import('node:http');
+    const app = (await import('fastify')).default(
+      guard ? { serverFactory: (handler) => http.createServer((req, res) => guard(req, res, () => handler(req, res))) } : {},
+    );
+    if (sluice && !guard) await app.register(sluice.shed, { ...shedOptions, priority: (r) => priority(r.headers['x-priority']) });
     if (contender === 'under-pressure') {
       await app.register((await import('@fastify/under-pressure')).default, { maxEventLoopDelay: 100, sampleInterval: 100 });
     }
@@ -281,7 +290,7 @@ async function main() {
     }
     const capS = stats(caps);
     figures.frameworks[framework] = { capacity: capS.median, capacities: caps, contenders: {} };
-    const mount = framework === 'fastify' ? 'a plugin' : MOUNT === 'front' ? 'in front of the app, on node:http' : 'in the app';
+    const mount = MOUNT === 'front' ? 'in front of the app, on node:http' : 'in the app';
     console.log(
       `\n${framework}: capacity ${fmt(capS)} req/s per round (2 ms handler, 16 closed-loop connections); sluice's shed() ${mount}`,
     );

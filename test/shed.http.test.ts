@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createShedder, type Priority, type Shedder } from '@sluice/core';
 import { shed as expressShed } from '@sluice/express';
-import { shed as fastifyShed } from '@sluice/fastify';
+import { shed as fastifyShed, shedGuard as fastifyShedGuard } from '@sluice/fastify';
 import { shed as koaShed } from '@sluice/koa';
 import { prometheusMetrics } from '@sluice/metrics';
 import express from 'express';
@@ -14,7 +14,7 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import { Registry } from 'prom-client';
 
-type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front';
+type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front' | 'fastify in front';
 /** How shed() is mounted: as the app's middleware, in front of the app on node:http, or both (one gate). */
 type Mount = 'app' | 'front' | 'both';
 
@@ -73,6 +73,17 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
             0,
             '127.0.0.1',
           );
+  } else if (mount === 'front') {
+    // Fastify's shedGuard on node:http, through its serverFactory.
+    const guard = fastifyShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
+    const app = Fastify({
+      serverFactory: (handler) =>
+        createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handler(req, res)))),
+    });
+    app.get('/slow', slow);
+    app.get('/fast', async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    server = app.server;
   } else {
     const app = Fastify();
     await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
@@ -97,107 +108,110 @@ async function until(ok: () => boolean): Promise<void> {
   expect(ok()).toBe(true);
 }
 
-describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa in front'])('shed() in %s', (framework) => {
-  let app: App | undefined;
-  afterEach(async () => {
-    app?.open();
-    await app?.close();
-    app = undefined;
-  });
+describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa in front', 'fastify in front'])(
+  'shed() in %s',
+  (framework) => {
+    let app: App | undefined;
+    afterEach(async () => {
+      app?.open();
+      await app?.close();
+      app = undefined;
+    });
 
-  test('a priority(req) that throws answers 500 and holds no slot (in front: the documented next)', async () => {
-    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
-    app = await start(framework, shedder);
-    const thrown = await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'throw' } });
-    expect(thrown.status).toBe(500);
-    expect(shedder.inFlight).toBe(0);
-    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
-  });
+    test('a priority(req) that throws answers 500 and holds no slot (in front: the documented next)', async () => {
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+      app = await start(framework, shedder);
+      const thrown = await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'throw' } });
+      expect(thrown.status).toBe(500);
+      expect(shedder.inFlight).toBe(0);
+      expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+    });
 
-  test('answers 503 with Retry-After and problem+json when no slot is left, and takes the slot back when the response ends', async () => {
-    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
-    app = await start(framework, shedder);
-    const first = fetch(`${app.url}/slow`);
-    await app.entered;
-    expect(shedder.inFlight).toBe(1);
-    const refused = await fetch(`${app.url}/fast`);
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('retry-after')).toBe('1');
-    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
-    app.open();
-    expect((await first).status).toBe(200);
-    await until(() => shedder.inFlight === 0);
-    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
-    shedder.close();
-  });
+    test('answers 503 with Retry-After and problem+json when no slot is left, and takes the slot back when the response ends', async () => {
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+      app = await start(framework, shedder);
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      expect(shedder.inFlight).toBe(1);
+      const refused = await fetch(`${app.url}/fast`);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
+      app.open();
+      expect((await first).status).toBe(200);
+      await until(() => shedder.inFlight === 0);
+      expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+      shedder.close();
+    });
 
-  test('keeps the critical reserve for critical requests', async () => {
-    const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0.5, normal: 0 } });
-    app = await start(framework, shedder);
-    const first = fetch(`${app.url}/slow`);
-    await app.entered;
-    expect((await fetch(`${app.url}/fast`)).status).toBe(503);
-    expect((await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } })).status).toBe(200);
-    app.open();
-    await first;
-    shedder.close();
-  });
+    test('keeps the critical reserve for critical requests', async () => {
+      const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0.5, normal: 0 } });
+      app = await start(framework, shedder);
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      expect((await fetch(`${app.url}/fast`)).status).toBe(503);
+      expect((await fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } })).status).toBe(200);
+      app.open();
+      await first;
+      shedder.close();
+    });
 
-  test('with maxWait, a request waits for a slot instead of being shed; past maxWait it is shed', async () => {
-    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '5s' });
-    app = await start(framework, shedder);
-    const first = fetch(`${app.url}/slow`);
-    await app.entered;
-    const waiting = fetch(`${app.url}/fast`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    app.open();
-    expect((await first).status).toBe(200);
-    expect((await waiting).status).toBe(200);
-    shedder.close();
+    test('with maxWait, a request waits for a slot instead of being shed; past maxWait it is shed', async () => {
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '5s' });
+      app = await start(framework, shedder);
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      const waiting = fetch(`${app.url}/fast`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      app.open();
+      expect((await first).status).toBe(200);
+      expect((await waiting).status).toBe(200);
+      shedder.close();
 
-    const brief = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '50ms' });
-    await app.close();
-    app = await start(framework, brief);
-    const held = fetch(`${app.url}/slow`);
-    await app.entered;
-    expect((await fetch(`${app.url}/fast`)).status).toBe(503);
-    app.open();
-    await held;
-    brief.close();
-  });
+      const brief = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '50ms' });
+      await app.close();
+      app = await start(framework, brief);
+      const held = fetch(`${app.url}/slow`);
+      await app.entered;
+      expect((await fetch(`${app.url}/fast`)).status).toBe(503);
+      app.open();
+      await held;
+      brief.close();
+    });
 
-  test('with maxWait, a critical request arriving at a full waiting room takes the place of the last normal one', async () => {
-    // The room holds `limit` (1) requests; without the swap the critical one would be shed at once.
-    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s' });
-    app = await start(framework, shedder);
-    const first = fetch(`${app.url}/slow`);
-    await app.entered;
-    const normal = fetch(`${app.url}/fast`);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // it waits in the room (if not yet, the test passes without testing the swap)
-    const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
-    expect((await normal).status).toBe(503); // shed now, not after 10 s
-    app.open();
-    expect((await first).status).toBe(200);
-    expect((await critical).status).toBe(200);
-    shedder.close();
-  });
+    test('with maxWait, a critical request arriving at a full waiting room takes the place of the last normal one', async () => {
+      // The room holds `limit` (1) requests; without the swap the critical one would be shed at once.
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s' });
+      app = await start(framework, shedder);
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      const normal = fetch(`${app.url}/fast`);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // it waits in the room (if not yet, the test passes without testing the swap)
+      const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
+      expect((await normal).status).toBe(503); // shed now, not after 10 s
+      app.open();
+      expect((await first).status).toBe(200);
+      expect((await critical).status).toBe(200);
+      shedder.close();
+    });
 
-  test('gives the slot back when the client leaves mid-request (a real socket destroyed)', async () => {
-    const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
-    app = await start(framework, shedder);
-    const { port } = new URL(app.url);
-    const socket = connect(Number(port), '127.0.0.1');
-    socket.on('error', () => {});
-    socket.write('GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-    await app.entered;
-    expect(shedder.inFlight).toBe(1);
-    socket.destroy();
-    await until(() => shedder.inFlight === 0); // while the handler still waits
-    expect((await fetch(`${app.url}/fast`)).status).toBe(200);
-    shedder.close();
-  });
-});
+    test('gives the slot back when the client leaves mid-request (a real socket destroyed)', async () => {
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
+      app = await start(framework, shedder);
+      const { port } = new URL(app.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write('GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      await app.entered;
+      expect(shedder.inFlight).toBe(1);
+      socket.destroy();
+      await until(() => shedder.inFlight === 0); // while the handler still waits
+      expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+      shedder.close();
+    });
+  },
+);
 
 describe.each<Framework>(['express', 'koa'])('shed() in %s, mounted both in front of the app and in it', (framework) => {
   test('one request takes one slot, given back once', async () => {

@@ -1,8 +1,10 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Decision, memoryStore } from '@sluice/core';
 import {
   badOption,
   type FastifyRateLimitSpellings,
   type ForwardedCheck,
+  shedGuard as guardOf,
   type HttpLimit,
   type HttpLimitOptions,
   httpLimit,
@@ -168,3 +170,19 @@ const shedPlugin: FastifyPluginAsync<FastifyShedOptions> = async (fastify, optio
  * @example await app.register(shed, { priority: (request) => (request.url.startsWith('/checkout') ? 'critical' : 'normal') })
  */
 export const shed = fp(shedPlugin, { fastify: '5.x', name: '@sluice/fastify/shed' });
+
+/**
+ * shed() in front of Fastify, on node:http's request and response (Fastify's `serverFactory`): a shed request
+ * then costs node:http's parsing and the 503, nothing of Fastify's (docs/shedding.md). `priority(req)` gets Node's
+ * IncomingMessage (`req.headers`, `req.url`, `req.method`); `next(error)` when it threw. Bad options throw here.
+ * @example
+ * const guard = shedGuard({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
+ * const app = Fastify({
+ *   serverFactory: (handler) => http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handler(req, res)))),
+ * });
+ */
+export function shedGuard(
+  options: ShedOptions<IncomingMessage> = {},
+): (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void {
+  return guardOf(shedGate<IncomingMessage>(options));
+}
