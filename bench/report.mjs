@@ -100,8 +100,8 @@ const REPORTS = {
           i
             ? ''
             : `${framework} (${f.capacities ? spread({ median: f.capacity, min: Math.min(...f.capacities), max: Math.max(...f.capacities) }) : num(f.capacity)}/s)`,
-          // Express's and Koa's shed() in front of the app on node:http (bench/overload.mjs --mount front), when the run says so.
-          contender === 'sluice' && r.mount === 'front' && framework !== 'fastify' ? 'sluice (in front of the app)' : contender,
+          // sluice's shedding in front of the app on node:http (bench/overload.mjs --mount front), when the run says so.
+          contender === 'sluice' && r.mount === 'front' ? 'sluice (in front of the app)' : contender,
           spread(c[1].goodput),
           spread(c[2].goodput),
           spread(c[4].goodput),
