@@ -169,8 +169,9 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
 /**
  * A gate as a node:http guard, `(req, res, next) => void`: `next()` once the request holds a slot, else the 503
  * written with `writeHead`/`end` (no framework's response helpers: under overload most requests take this path).
- * In front of a framework (`http.createServer((req, res) => guard(req, res, () => app(req, res)))`) a shed
- * request costs node:http's parsing and the 503 only. `next(error)` when `priority(req)` throws (ERR_SLUICE_PRIORITY).
+ * In front of a framework (`http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end()
+ * : app(req, res))))`) a shed request costs node:http's parsing and the 503 only. `next(error)` when `priority(req)`
+ * throws (ERR_SLUICE_PRIORITY): a next that ignores it would run the app without a slot.
  * @example const guard = shedGuard(shedGate<IncomingMessage>({ maxWait: '20ms' }))
  */
 export function shedGuard<Req>(gate: ShedGate<Req>): (req: Req, res: ShedNodeResponse, next: (error?: unknown) => void) => void {
