@@ -181,15 +181,31 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
     });
 
     test('with maxWait, a critical request arriving at a full waiting room takes the place of the last normal one', async () => {
-      // The room holds `limit` (1) requests; without the swap the critical one would be shed at once.
+      // The room holds twice `limit` (1) requests; without the swap the critical one would be shed at once.
       const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s' });
       app = await start(framework, shedder);
       const first = fetch(`${app.url}/slow`);
       await app.entered;
-      const normal = fetch(`${app.url}/fast`);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // it waits in the room (if not yet, the test passes without testing the swap)
+      const earlier = fetch(`${app.url}/fast`);
+      const normal = fetch(`${app.url}/fast?second`);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // both wait in the room (if not yet, the test passes without testing the swap)
       const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
       expect((await normal).status).toBe(503); // shed now, not after 10 s
+      app.open();
+      expect((await first).status).toBe(200);
+      expect((await critical).status).toBe(200);
+      expect((await earlier).status).toBe(200);
+      shedder.close();
+    });
+
+    test('with maxWait per class, only the classes it names wait: a normal request is shed at once, a critical one waits', async () => {
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: { critical: '10s' } });
+      expect(shedder.maxWaitMs).toBe(10_000);
+      app = await start(framework, shedder);
+      const first = fetch(`${app.url}/slow`);
+      await app.entered;
+      const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
+      expect((await fetch(`${app.url}/fast`)).status).toBe(503); // at once: the slow request still holds the slot
       app.open();
       expect((await first).status).toBe(200);
       expect((await critical).status).toBe(200);

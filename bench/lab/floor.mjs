@@ -8,7 +8,8 @@
 // call carries under the HTTP benchmark's load: 0.05-0.07 script calls per request) and 512 (the core
 // benchmark's). Redis CPU per key is the server's used_cpu_user + used_cpu_sys (INFO cpu) over the
 // round, as bench/core.mjs reads it; Node CPU per key is this process' (building the calls, parsing the
-// replies), for the floor's calls at 512 against sluice's limiter.consume() at 512 in flight.
+// replies), for the floor's calls at 512 against sluice's limiter.consume() at 512 in flight, and against
+// the least a consume() can cost: the floor's calls with a promise per key (the API's Promise<Decision>).
 // Rounds interleave the contenders; figures are median (min-max) over rounds.
 // Usage: pnpm build && node bench/lab/floor.mjs [--rounds 5] [--keys-per-round 40000]
 import { createHash } from 'node:crypto';
@@ -101,6 +102,45 @@ function consumes(total) {
 const WHOLE = 'sluice limiter.consume() at 512 in flight';
 await consumes(KEYS);
 
+// The least any consume() that answers each key with its own promise can cost this process, whatever
+// it does inside: the floor's script, each key's caller awaiting a promise of a Decision-shaped object,
+// the keys asked in one turn sent together (as sluice's store does), 512 in flight. What `Promise<Decision>`
+// per call costs over the raw calls before any limiter work.
+let asked = [];
+const sendAsked = () => {
+  const batch = asked;
+  asked = [];
+  const keys = batch.map((p) => p.key);
+  client.evalshaBuffer(shas['the floor: GET + SET KEEPTTL per key'], keys.length, keys).then((v) => {
+    for (let i = 0; i < batch.length; i++) {
+      const remaining = v[3 * i];
+      batch[i].resolve({
+        allowed: true,
+        limit: 1_000_000,
+        remaining,
+        resetMs: v[3 * i + 1],
+        retryAfterMs: 0,
+        policy: 'p',
+        policies: [],
+        source: 'store',
+      });
+    }
+  });
+};
+const leastConsume = (key) =>
+  new Promise((resolve) => {
+    if (asked.push({ key: `floor:{${key}}:t`, resolve }) === 1) setImmediate(sendAsked);
+  });
+function leastConsumes(total) {
+  let next = 0;
+  const lane = async () => {
+    while (next < total) await leastConsume(`k${next++ % KEYS}`);
+  };
+  return perKey(() => Promise.all(Array.from({ length: 512 }, lane)).then(() => next));
+}
+const LEAST = 'a promise per key on the floor (the least a consume() can cost) at 512 in flight';
+await leastConsumes(KEYS);
+
 const names = [...Object.keys(scripts), SLUICE];
 const figures = {};
 const put = (key, f) => {
@@ -113,7 +153,16 @@ for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse();
     for (const name of order) put(`${name} @${batch}`, await calls(name, batch, PER_ROUND));
   }
-  put(WHOLE, await consumes(PER_ROUND));
+  for (const [name, run] of round % 2 === 0
+    ? [
+        [WHOLE, consumes],
+        [LEAST, leastConsumes],
+      ]
+    : [
+        [LEAST, leastConsumes],
+        [WHOLE, consumes],
+      ])
+    put(name, await run(PER_ROUND));
   console.log(`round ${round + 1}/${ROUNDS} done`);
 }
 
@@ -130,6 +179,7 @@ const row = (key, name, batch) => {
   console.log(`| ${name} | ${batch} | ${cell(f.redis)} | ${cell(f.node)} |`);
 };
 for (const batch of BATCHES) for (const name of names) row(`${name} @${batch}`, name, batch);
+row(LEAST, LEAST, '(per turn)');
 row(WHOLE, WHOLE, "(the store's)");
 
 const floor = (batch) => stats(figures[`the floor: GET + SET KEEPTTL per key @${batch}`].redis).median;
@@ -138,7 +188,7 @@ console.log(`
 Against issue 17's targets (medians):
 - Redis CPU per decision at 512 in flight, target at most 1.5 µs: the floor is ${floor(512).toFixed(2)} µs per key; sluice's script ${stats(figures[`${SLUICE} @512`].redis).median.toFixed(2)}.
 - CPU added per HTTP request, target at most 3 µs (server + Redis) on Fastify and Koa: at ${BATCHES[0]} keys per call, Redis alone spends ${floor(BATCHES[0]).toFixed(2)} µs per key on the floor (${alone(BATCHES[0]).toFixed(2)} of it the call's own cost), before the server's share.
-- Node CPU per decision at 512 in flight, target at most 1.2 µs: sluice's consume() ${stats(figures[WHOLE].node).median.toFixed(2)} µs, the floor's raw calls ${stats(figures[`the floor: GET + SET KEEPTTL per key @512`].node).median.toFixed(2)} µs.`);
+- Node CPU per decision at 512 in flight, target at most 1.2 µs: sluice's consume() ${stats(figures[WHOLE].node).median.toFixed(2)} µs, the floor's raw calls ${stats(figures[`the floor: GET + SET KEEPTTL per key @512`].node).median.toFixed(2)} µs, a promise per key on them ${stats(figures[LEAST].node).median.toFixed(2)} µs.`);
 
 const { writeResults } = await import('../results.mjs');
 writeResults('floor', { rounds: ROUNDS, keysPerRound: PER_ROUND, rows });

@@ -64,10 +64,12 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
   const done = [];
   const limits = [];
   const record = (i, critical, ok) => i >= warm && done.push({ critical, ok, ms: state.now - arrival(i) });
-  // maxWait: the adapters' waiting room as the kit keeps it (at most `limit` requests, critical ones first, a
-  // critical one arriving at a full room displacing the last normal one); served when slots come back, at the
-  // end of a turn, before the next turn's arrivals; shed past maxWait.
-  const maxWait = Number.parseFloat(String(options.maxWait ?? 0)); // in ms: 20 or '20ms'
+  // maxWait: the adapters' waiting room as the kit keeps it (at most twice `limit` requests, critical ones first,
+  // a critical one arriving at a full room displacing the last normal one); served when slots come back, at the
+  // end of a turn, before the next turn's arrivals; shed past its class's maxWait (one for all, or per class).
+  const ms = (v) => Number.parseFloat(String(v ?? 0)); // 20 or '20ms'
+  const perClass = typeof options.maxWait === 'object';
+  const waitOf = (critical) => (perClass ? ms(options.maxWait[critical ? 'critical' : 'normal']) : ms(options.maxWait));
   const room = [];
   const admit = (i, critical, permit) => {
     state.now += SERVICE * SLOW;
@@ -78,7 +80,7 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
   while (next < total) {
     let start = state.now;
     for (let w = room.shift(); w !== undefined; w = room.shift()) {
-      if (state.now - arrival(w.i) > maxWait) {
+      if (state.now - arrival(w.i) > waitOf(w.critical)) {
         record(w.i, w.critical, false);
         continue;
       }
@@ -101,8 +103,8 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
         continue;
       }
       state.now += shedCost * SLOW;
-      if (maxWait > 0 && (room.length < shedder.limit || (critical && !room.at(-1).critical))) {
-        if (room.length >= shedder.limit) record(room.pop().i, false, false);
+      if (waitOf(critical) > 0 && (room.length < 2 * shedder.limit || (critical && !room.at(-1).critical))) {
+        if (room.length >= 2 * shedder.limit) record(room.pop().i, false, false);
         const at = critical ? room.findIndex((w) => !w.critical) : -1;
         room.splice(at < 0 ? room.length : at, 0, { i, critical });
       } else record(i, critical, false);

@@ -212,6 +212,8 @@ describe('createShedder', () => {
     ['reserve.critical', { reserve: { critical: 1.5 } }, 'reserve.critical must be a number from 0 to 1, got 1.5'],
     ['reserve', { reserve: { critical: 0.6, normal: 0.6 } }, 'reserve must be fractions that sum to at most 1'],
     ['maxWait', { maxWait: 'soon' }, 'maxWait must be a positive number of ms'],
+    ['maxWait.critical', { maxWait: { critical: -5 } }, 'maxWait.critical must be a positive number of ms'],
+    ['maxWait.urgent', { maxWait: { urgent: '5ms' } }, 'maxWait.urgent must be absent: not a class'],
     ['name', { name: '' }, 'name must be a non-empty string'],
     ['reserved', { reserved: {} }, 'reserved must be absent: not a createShedder option (did you mean reserve?)'],
   ])('refuses a bad %s at construction, by name', (_name, options, message) => {

@@ -21,7 +21,7 @@ export interface Shedder {
   readonly limit: number;
   /** Slots held now. */
   readonly inFlight: number;
-  /** The `maxWait` option in ms, for adapters (acquire itself never waits). */
+  /** The longest wait the `maxWait` option gives any class, in ms, for adapters (acquire itself never waits). */
   readonly maxWaitMs: number;
   /** The `name` option: this shedder's label in its events and metrics. */
   readonly name: string;
@@ -37,8 +37,11 @@ export interface ShedderOptions {
   targetDelay?: Duration;
   /** Fractions of the limit only higher classes may use: the top `critical` share, then `normal`. Default { critical: 0.5, normal: 0.1 }. */
   reserve?: { critical?: number; normal?: number };
-  /** How long an adapter lets a request wait for a slot before shedding it. Default 0. */
-  maxWait?: Duration;
+  /**
+   * How long an adapter lets a request wait for a slot before shedding it: one duration for every class, or
+   * one per class (a class not named does not wait), e.g. { critical: '50ms' }. Default 0.
+   */
+  maxWait?: Duration | { critical?: Duration; normal?: Duration; sheddable?: Duration };
   /** Names this shedder in its events and in the metrics' `shedder` label, when a process has several. Default 'default'. */
   name?: string;
   /** Test hook: the ms clock. Default performance.now. */
@@ -66,10 +69,13 @@ const FLOOR_RISE = 0.01; // the floor follows a slower service by 1% of the gap 
 const YIELD_MS = WINDOW_MS;
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
 const events = channel('sluice:event');
-/** What the adapter kit may see of a shedder: who to tell when slots come back, and whether a class fits now. */
+/** What the adapter kit may see of a shedder: who to tell when slots come back, whether a class fits now, and how long it may wait. */
 interface Internals {
   freed: Set<() => void>;
   fits(priority: Priority): boolean;
+  /** ms until the class stops yielding to a refused higher one (0: it does not yield). */
+  yieldLeft(priority: Priority): number;
+  waitMs(priority: Priority): number;
 }
 const internals = new WeakMap<Shedder, Internals>();
 
@@ -85,12 +91,28 @@ const RESERVE = {
   critical: spec(fraction('reserve.critical'), 0.5),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
+const wait = (v: unknown, n: string) => (v === 0 ? 0 : parseDuration(v, n));
+const waitOf = (n: string) => (v: unknown) => wait(v, n);
+const WAITS = {
+  critical: spec(waitOf('maxWait.critical'), 0),
+  normal: spec(waitOf('maxWait.normal'), 0),
+  sheddable: spec(waitOf('maxWait.sheddable'), 0),
+};
+/** maxWait as ms per class: one duration for all, or an object naming some classes (the others 0). */
+function maxWaits(v: unknown, n: string): Record<Priority, number> {
+  if (v === null || typeof v !== 'object') {
+    const ms = wait(v, n);
+    return { critical: ms, normal: ms, sheddable: ms };
+  }
+  checkNames(v, PRIORITIES, 'a class', `${n}.`);
+  return resolve(WAITS, v);
+}
 /** createShedder's options, each default once (ShedderOptions' doc comments end with the same). */
 const OPTIONS = {
   limit: spec(object, {}),
   targetDelay: spec(parseDuration, 100),
   reserve: spec(object, {}),
-  maxWait: spec((v, n) => (v === 0 ? 0 : parseDuration(v, n)), 0),
+  maxWait: spec(maxWaits, { critical: 0, normal: 0, sheddable: 0 }),
   name: spec((v, n) => (typeof v === 'string' && v !== '' ? v : badOption(n, 'a non-empty string', v)), 'default'),
   clock: spec<() => number>(isFunction),
   eventLoopDelay: spec<() => number>(isFunction),
@@ -150,8 +172,10 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
   // When a class was last refused: while a higher class has no room, a lower one takes no slot (it yields).
   const refusedAt = { critical: Number.NEGATIVE_INFINITY, normal: Number.NEGATIVE_INFINITY };
-  const yields = (p: Priority, now: number) =>
-    p !== 'critical' && (now - refusedAt.critical < YIELD_MS || (p === 'sheddable' && now - refusedAt.normal < YIELD_MS));
+  /** ms until class `p` stops yielding, 0 when it does not. */
+  const yieldLeft = (p: Priority, now: number) =>
+    p === 'critical' ? 0 : Math.max(0, refusedAt.critical + YIELD_MS - now, p === 'sheddable' ? refusedAt.normal + YIELD_MS - now : 0);
+  const yields = (p: Priority, now: number) => yieldLeft(p, now) > 0;
   const freed = new Set<() => void>();
   let inFlight = 0;
   let pending = 0;
@@ -207,11 +231,16 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
     get inFlight() {
       return inFlight;
     },
-    maxWaitMs: o.maxWait,
+    maxWaitMs: Math.max(o.maxWait.critical, o.maxWait.normal, o.maxWait.sheddable),
     name: o.name,
     close: () => loop.close(), // idempotent: disabling a disabled histogram does nothing
   };
-  internals.set(shedder, { freed, fits: (p) => inFlight < ceiling(p) && !yields(p, clock()) });
+  internals.set(shedder, {
+    freed,
+    fits: (p) => inFlight < ceiling(p) && !yields(p, clock()),
+    yieldLeft: (p) => yieldLeft(p, clock()),
+    waitMs: (p) => o.maxWait[p],
+  });
   return shedder;
 }
 

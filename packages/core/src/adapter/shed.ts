@@ -73,21 +73,33 @@ function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
 }
 
 /**
- * The requests waiting for a slot (maxWait), in order of class, then of arrival: the first that does not
- * fit means none behind it does. At most `limit` wait; when full, a request of a higher class than the last
- * takes its place (the last is shed now). `wait` resolves true once the request holds a slot, false past maxWait.
+ * The requests waiting for a slot (maxWait, its class's), in order of class, then of arrival: the first that
+ * does not fit means none behind it does. At most twice `limit` wait (the slots of the next two turns); when
+ * full, a request of a higher class than the last takes its place (the last is shed now). `wait` resolves true
+ * once the request holds a slot, false past its maxWait. A class whose maxWait is 0 does not enter.
  */
 function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: Priority, raw: ShedRawResponse): Promise<boolean> } {
-  const { freed, fits } = shedderInternals(shedder);
+  const { freed, fits, yieldLeft, waitMs } = shedderInternals(shedder);
   const waiters: Waiter[] = [];
-  if (shedder.maxWaitMs > 0) {
-    freed.add(() => {
-      while (waiters.length > 0 && fits((waiters[0] as Waiter).priority)) {
-        const waiter = waiters.shift() as Waiter;
-        waiter.done(shedder.acquire(waiter.priority));
-      }
-    });
-  }
+  // A first waiter that yields to a refused higher class tries again when the yield ends: no slot may come
+  // back before then (nothing else in flight).
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const serve = () => {
+    while (waiters.length > 0 && fits((waiters[0] as Waiter).priority)) {
+      const waiter = waiters.shift() as Waiter;
+      waiter.done(shedder.acquire(waiter.priority));
+    }
+    const first = waiters[0];
+    const ms = first === undefined ? 0 : yieldLeft(first.priority);
+    if (ms > 0 && retry === undefined) {
+      retry = setTimeout(() => {
+        retry = undefined;
+        serve();
+      }, Math.ceil(ms));
+      retry.unref();
+    }
+  };
+  if (shedder.maxWaitMs > 0) freed.add(serve);
   const wait = (p: Priority, raw: ShedRawResponse) =>
     new Promise<boolean>((resolveAdmit) => {
       const waiter: Waiter = {
@@ -98,7 +110,7 @@ function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: P
           resolveAdmit(permit !== undefined);
         },
       };
-      const timer = setTimeout(() => leave(), shedder.maxWaitMs);
+      const timer = setTimeout(() => leave(), waitMs(p));
       const leave = () => {
         const i = waiters.indexOf(waiter);
         if (i >= 0) waiters.splice(i, 1)[0]?.done(undefined);
@@ -108,9 +120,10 @@ function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: P
       waiters.splice(at < 0 ? waiters.length : at, 0, waiter);
     });
   return {
-    /** Whether a request of class `p` may wait: the room holds fewer than `limit`, or `p` outranks its last (who is shed). */
+    /** Whether a request of class `p` may wait: its class waits, and the room has space or `p` outranks its last (who is shed). */
     enter(p: Priority): boolean {
-      if (waiters.length < shedder.limit) return true;
+      if (waitMs(p) === 0) return false;
+      if (waiters.length < 2 * shedder.limit) return true;
       const last = waiters.at(-1);
       if (last === undefined || RANK[last.priority] <= RANK[p]) return false;
       waiters.pop()?.done(undefined);
@@ -122,7 +135,7 @@ function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: P
 
 /**
  * The shared half of every adapter's shed(): resolves options once (bad ones throw here, by name), then
- * admits or sheds each request. With maxWait, up to `limit` requests wait for a slot, higher classes first
+ * admits or sheds each request. With maxWait, up to twice `limit` requests wait for a slot, higher classes first
  * (a higher class arriving at a full room displaces the lowest class's latest).
  * @example const gate = shedGate<Request>({ priority: (req) => (req.path === '/health' ? 'critical' : 'normal') })
  */
@@ -160,7 +173,7 @@ export function shedGate<Req>(options: ShedOptions<Req> = {}): ShedGate<Req> {
         holdUntilEnd(permit, raw);
         return hold(raw);
       }
-      if (shedder.maxWaitMs === 0 || raw.destroyed || !queue.enter(p)) return false;
+      if (raw.destroyed || !queue.enter(p)) return false;
       return queue.wait(p, raw).then((ok) => ok && hold(raw));
     },
   };
