@@ -2,6 +2,7 @@
 // service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
 import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
 import { checkNames, isFunction, isPositiveInteger, resolve, spec } from './options.js';
@@ -56,14 +57,6 @@ export type ShedderEvent =
   /** Once per window of adaptation, and when the last slot is given back. */
   | { type: 'concurrency'; name: string; limit: number; inFlight: number; previousLimit: number };
 
-// The rule: Netflix concurrency-limits' Gradient2 (Gradient2Limit), with its defaults, on a latency floor.
-const WINDOW_MS = 100; // one adaptation per 100 ms of traffic: fast enough to follow a flood in Node
-const MIN_SAMPLES = 5; // a window's latency counts once it holds this many samples (else it carries on)
-const TOLERANCE = 1.5; // Gradient2's rttTolerance: latency up to 1.5x the floor is not queueing
-const SMOOTHING = 0.2; // Gradient2's smoothing
-const QUEUE_SIZE = 4; // Gradient2's queueSize: what the limit grows by (before smoothing) per window
-const MIN_GRADIENT = 0.5; // Gradient2: one window never cuts the limit by more than half
-const FLOOR_RISE = 0.01; // the floor follows a slower service by 1% of the gap per window (~10 s)
 // A class yields to a higher one refused within this long (one window): the slot it would take is one the higher
 // class had no room for (issue 29: 20% critical at 4x, with a tenth of the core taken by others: 92% -> 97% served).
 const YIELD_MS = WINDOW_MS;
@@ -242,64 +235,6 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
     waitMs: (p) => o.maxWait[p],
   });
   return shedder;
-}
-
-/** The rule and its window: latency samples and demand in, the concurrency limit out. */
-class AdaptiveLimit {
-  limit: number;
-  shed = false; // something was shed in this window: demand is above the limit
-  private estimate: number;
-  private previous: number;
-  private floor = Number.POSITIVE_INFINITY;
-  private sum = 0;
-  private samples = 0;
-  /** The most slots held at once in this window. */
-  peak = 0;
-  constructor(
-    private readonly bounds: { initial: number; min: number; max: number },
-    private readonly targetDelay: number,
-    private readonly loopDelay: () => number,
-    private windowStart: number,
-    private readonly name: string,
-  ) {
-    this.limit = this.previous = this.estimate = bounds.initial;
-  }
-  sample(latencyMs: number): void {
-    this.sum += latencyMs;
-    this.samples++;
-  }
-  event(inFlight: number): ShedderEvent {
-    return { type: 'concurrency', name: this.name, limit: this.limit, inFlight, previousLimit: this.previous };
-  }
-
-  /** Closes a window of WINDOW_MS (true) unless it holds too few samples and may run on. */
-  adapt(now: number, inFlight: number): boolean {
-    if (now - this.windowStart < WINDOW_MS) return false;
-    const { min, max } = this.bounds;
-    const delay = this.loopDelay();
-    if (delay > this.targetDelay) {
-      this.estimate = Math.max(min, this.estimate * Math.max(MIN_GRADIENT, this.targetDelay / delay));
-    } else if (this.samples >= MIN_SAMPLES) {
-      const latency = this.sum / this.samples;
-      this.floor = latency < this.floor ? latency : this.floor + (latency - this.floor) * FLOOR_RISE;
-      const gradient = Math.max(MIN_GRADIENT, Math.min(1, (TOLERANCE * this.floor) / latency));
-      // Gradient2: an app-limited service (less than half the limit used, nothing refused) does not grow.
-      if (gradient < 1 || this.shed || this.peak >= this.estimate / 2) {
-        const next = this.estimate * gradient + QUEUE_SIZE;
-        // Smoothed on the way up only: Gradient2 smooths every sample, but here a window of 100 ms holds tens of
-        // them, and a flood must not run a second at a latency the rule already knows is too high.
-        const smoothed = next < this.estimate ? next : this.estimate * (1 - SMOOTHING) + next * SMOOTHING;
-        this.estimate = Math.max(min, Math.min(max, smoothed));
-      }
-    } else if (now - this.windowStart < 10 * WINDOW_MS) return false;
-    this.previous = this.limit;
-    this.limit = Math.max(min, Math.min(max, Math.floor(this.estimate)));
-    this.windowStart = now;
-    this.sum = this.samples = 0;
-    this.peak = inFlight;
-    this.shed = false;
-    return true;
-  }
 }
 
 /** For the adapter kit: a shedder's listeners for given-back slots, and whether a class would get a slot now. */
