@@ -51,9 +51,9 @@ describe('Redis Cluster fail-over under load', () => {
     const limiters = {
       open: createLimiter({ policy: '100000/1h', store, failMode: 'open', timeout: TIMEOUT, prefix: prefixes.open, onEvent }),
       closed: createLimiter({ policy: '100000/1h', fallback: '40/1h', store, timeout: TIMEOUT, prefix: prefixes.closed, onEvent }),
-      // Fixed window for the long policy: its remaining moves only by what is charged.
+      // Fixed window for the long policy: its remaining moves only by what is charged (from the first hit: no hour turns mid-test).
       multi: createLimiter({
-        policy: ['10/s', { limit: 1000, window: '1h', algorithm: 'fixed-window' }],
+        policy: ['10/s', { limit: 1000, window: '1h', algorithm: 'fixed-window', start: 'first-hit' }],
         store,
         timeout: TIMEOUT,
         prefix: prefixes.multi,

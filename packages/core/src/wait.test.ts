@@ -53,7 +53,12 @@ describe('limiter.wait on the memory store', () => {
   });
 
   test('a fixed window asks again at its retry time', async () => {
-    const limiter = createLimiter({ policy: { limit: 1, window: '300ms', algorithm: 'fixed-window' }, store: memoryStore() });
+    // Its window opens at the first hit: one aligned to the clock could end between the consume and the wait
+    // (then the wait passes at once, having waited 0 ms).
+    const limiter = createLimiter({
+      policy: { limit: 1, window: '300ms', algorithm: 'fixed-window', start: 'first-hit' },
+      store: memoryStore(),
+    });
     await limiter.consume('k');
     const d = await limiter.wait('k', { maxWait: '2s' });
     expect(d.allowed).toBe(true);
