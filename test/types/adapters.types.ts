@@ -3,9 +3,9 @@
 // is unused and tsc fails. Each wrong use sits alone on the line after its directive.
 import Router from '@koa/router';
 import { createLimiter, type Decision } from '@sluice/core';
-import expressRateLimitDefault, { rateLimit as expressRateLimit } from '@sluice/express';
-import fastifyRateLimit, { rateLimit as fastifyRateLimitNamed } from '@sluice/fastify';
-import koaRateLimitDefault, { rateLimit as koaRateLimit } from '@sluice/koa';
+import expressRateLimitDefault, { rateLimit as expressRateLimit, shed as expressShed } from '@sluice/express';
+import fastifyRateLimit, { rateLimit as fastifyRateLimitNamed, shed as fastifyShed } from '@sluice/fastify';
+import koaRateLimitDefault, { rateLimit as koaRateLimit, shed as koaShed } from '@sluice/koa';
 import express from 'express';
 import Fastify, { type FastifyContextConfig } from 'fastify';
 import Koa from 'koa';
@@ -216,4 +216,18 @@ void fastifyTypes;
   createLimiter({ policy: { concurrent: '2' } });
   // @ts-expect-error 'concurrent' is not a rate algorithm
   createLimiter({ policy: { limit: 2, window: '1m', algorithm: 'concurrent' } });
+}
+
+// ------------------------------------------------------------------ shed(): maxWait for every class, or per class
+{
+  express().use(expressShed({ maxWait: '20ms', priority: (req) => (req.path === '/pay' ? 'critical' : 'normal') }));
+  Fastify().register(fastifyShed, {
+    maxWait: { critical: '50ms' },
+    priority: (request) => (request.url === '/pay' ? 'critical' : 'normal'),
+  });
+  new Koa().use(koaShed({ maxWait: { critical: 50, normal: '10ms' } }));
+  // @ts-expect-error a class is 'critical', 'normal' or 'sheddable'
+  koaShed({ maxWait: { urgent: '50ms' } });
+  // @ts-expect-error priority answers a class, not any string
+  expressShed({ priority: () => 'urgent' });
 }
