@@ -1,6 +1,7 @@
 // shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
 // slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; Express's and
 // Koa's also mounted in front of the app, on node:http's request and response.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
@@ -182,20 +183,32 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
 
     test('with maxWait, a critical request arriving at a full waiting room takes the place of the last normal one', async () => {
       // The room holds twice `limit` (1) requests; without the swap the critical one would be shed at once.
-      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s' });
-      app = await start(framework, shedder);
-      const first = fetch(`${app.url}/slow`);
-      await app.entered;
-      const earlier = fetch(`${app.url}/fast`);
-      const normal = fetch(`${app.url}/fast?second`);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // both wait in the room (if not yet, the test passes without testing the swap)
-      const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
-      expect((await normal).status).toBe(503); // shed now, not after 10 s
-      app.open();
-      expect((await first).status).toBe(200);
-      expect((await critical).status).toBe(200);
-      expect((await earlier).status).toBe(200);
-      shedder.close();
+      const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 }, maxWait: '10s', name: 'room' });
+      // Each request refused a slot is published ('shed') as it enters the room: the two normal ones enter in order.
+      const refused: unknown[] = [];
+      const listener = (event: unknown) => {
+        const { type, name } = event as { type: string; name: string };
+        if (type === 'shed' && name === 'room') refused.push(event);
+      };
+      subscribe('sluice:event', listener);
+      try {
+        app = await start(framework, shedder);
+        const first = fetch(`${app.url}/slow`);
+        await app.entered;
+        const earlier = fetch(`${app.url}/fast`);
+        await until(() => refused.length === 1);
+        const normal = fetch(`${app.url}/fast?second`);
+        await until(() => refused.length === 2);
+        const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
+        expect((await normal).status).toBe(503); // shed now, not after 10 s
+        app.open();
+        expect((await first).status).toBe(200);
+        expect((await critical).status).toBe(200);
+        expect((await earlier).status).toBe(200);
+      } finally {
+        unsubscribe('sluice:event', listener);
+        shedder.close();
+      }
     });
 
     test('with maxWait per class, only the classes it names wait: a normal request is shed at once, a critical one waits', async () => {
