@@ -84,17 +84,16 @@ const RESERVE = {
   critical: spec(fraction('reserve.critical'), 0.5),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
-const wait = (v: unknown, n: string) => (v === 0 ? 0 : parseDuration(v, n));
-const waitOf = (n: string) => (v: unknown) => wait(v, n);
+const wait = (n: string) => (v: unknown) => (v === 0 ? 0 : parseDuration(v, n));
 const WAITS = {
-  critical: spec(waitOf('maxWait.critical'), 0),
-  normal: spec(waitOf('maxWait.normal'), 0),
-  sheddable: spec(waitOf('maxWait.sheddable'), 0),
+  critical: spec(wait('maxWait.critical'), 0),
+  normal: spec(wait('maxWait.normal'), 0),
+  sheddable: spec(wait('maxWait.sheddable'), 0),
 };
 /** maxWait as ms per class: one duration for all, or an object naming some classes (the others 0). */
 function maxWaits(v: unknown, n: string): Record<Priority, number> {
   if (v === null || typeof v !== 'object') {
-    const ms = wait(v, n);
+    const ms = wait(n)(v);
     return { critical: ms, normal: ms, sheddable: ms };
   }
   checkNames(v, PRIORITIES, 'a class', `${n}.`);
