@@ -153,8 +153,7 @@ describe.each(CLIENT_KINDS)('$name, Cluster', (kind) => {
     ).find((m) => m.keys !== '');
     expect(stored).toBeDefined();
     const storedKey = stored!.keys.split('\n')[0]!;
-    const { port: dead } = await killMasterOf(cluster, storedKey);
-    const killedAt = performance.now();
+    const { port: dead, killedAt } = await killMasterOf(cluster, storedKey);
     const deadNode = cluster.nodes.find((n) => n.port === dead)!;
     let back = false;
     try {

@@ -56,8 +56,8 @@ export declare function scriptCalls(client: { info(section: string): Promise<str
  */
 export declare function ownerOf(cluster: RedisCluster, key: string, except?: number[]): Promise<number | undefined>;
 
-/** SIGKILLs the master that holds `key`'s slot; returns its port and the ports of its replicas. */
-export declare function killMasterOf(cluster: RedisCluster, key: string): Promise<{ port: number; replicas: number[] }>;
+/** SIGKILLs the master that holds `key`'s slot; returns its port, the ports of its replicas and when the signal went (performance.now()). */
+export declare function killMasterOf(cluster: RedisCluster, key: string): Promise<{ port: number; replicas: number[]; killedAt: number }>;
 
 /**
  * Waits until a replica owns `key`'s slot in place of the dead master `dead`, and every live node

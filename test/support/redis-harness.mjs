@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -215,8 +216,11 @@ export async function killMasterOf(cluster, key) {
     .map((l) => Number(/:(\d+)@/.exec(l)[1]));
   const node = cluster.nodes.find((n) => n.port === port);
   if (!node) throw new Error(`master ${port} is not one of this cluster's nodes`);
+  // When the signal goes: the process may take a while to be reaped on a busy machine, and the clients see
+  // the master gone from the signal on.
+  const killedAt = performance.now();
   await node.kill();
-  return { port, replicas };
+  return { port, replicas, killedAt };
 }
 
 /**
