@@ -62,12 +62,11 @@ export type ShedderEvent =
 const YIELD_MS = WINDOW_MS;
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
 const events = channel('sluice:event');
-/** What the adapter kit may see of a shedder: who to tell when slots come back, whether a class fits now, and how long it may wait. */
+/** What the adapter kit may see of a shedder: who to tell when slots come back, when a class could take one, and how long it may wait. */
 interface Internals {
   freed: Set<() => void>;
-  fits(priority: Priority): boolean;
-  /** ms until the class stops yielding to a refused higher one (0: it does not yield). */
-  yieldLeft(priority: Priority): number;
+  /** ms until the class could take a slot, on one reading of the clock: 0 now, Infinity until one comes back, else until its yield ends. */
+  blockedFor(priority: Priority): number;
   waitMs(priority: Priority): number;
 }
 const internals = new WeakMap<Shedder, Internals>();
@@ -164,10 +163,13 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
   // When a class was last refused: while a higher class has no room, a lower one takes no slot (it yields).
   const refusedAt = { critical: Number.NEGATIVE_INFINITY, normal: Number.NEGATIVE_INFINITY };
-  /** ms until class `p` stops yielding, 0 when it does not. */
-  const yieldLeft = (p: Priority, now: number) =>
-    p === 'critical' ? 0 : Math.max(0, refusedAt.critical + YIELD_MS - now, p === 'sheddable' ? refusedAt.normal + YIELD_MS - now : 0);
-  const yields = (p: Priority, now: number) => yieldLeft(p, now) > 0;
+  /** ms until class `p` could take a slot: 0 now, Infinity while none is free for it, else until it stops yielding. */
+  const blockedFor = (p: Priority, now: number) =>
+    inFlight >= ceiling(p)
+      ? Number.POSITIVE_INFINITY
+      : p === 'critical'
+        ? 0
+        : Math.max(0, refusedAt.critical + YIELD_MS - now, p === 'sheddable' ? refusedAt.normal + YIELD_MS - now : 0);
   const freed = new Set<() => void>();
   let inFlight = 0;
   let pending = 0;
@@ -199,7 +201,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
         setImmediate(turnEnded);
       }
       tick(now);
-      if (inFlight >= ceiling(priority) || yields(priority, now)) {
+      if (blockedFor(priority, now) > 0) {
         if (priority !== 'sheddable') refusedAt[priority] = now;
         rule.shed = true;
         if (events.hasSubscribers) events.publish({ type: 'shed', name: o.name, priority, limit: rule.limit, inFlight });
@@ -229,8 +231,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   };
   internals.set(shedder, {
     freed,
-    fits: (p) => inFlight < ceiling(p) && !yields(p, clock()),
-    yieldLeft: (p) => yieldLeft(p, clock()),
+    blockedFor: (p) => blockedFor(p, clock()),
     waitMs: (p) => o.maxWait[p],
   });
   return shedder;

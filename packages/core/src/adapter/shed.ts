@@ -79,24 +79,26 @@ function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
  * once the request holds a slot, false past its maxWait. A class whose maxWait is 0 does not enter.
  */
 function waitingRoom(shedder: Shedder): { enter(p: Priority): boolean; wait(p: Priority, raw: ShedRawResponse): Promise<boolean> } {
-  const { freed, fits, yieldLeft, waitMs } = shedderInternals(shedder);
+  const { freed, blockedFor, waitMs } = shedderInternals(shedder);
   const waiters: Waiter[] = [];
   // A first waiter that yields to a refused higher class tries again when the yield ends: no slot may come
-  // back before then (nothing else in flight).
+  // back before then (nothing else in flight). One reading decides both (a timer may fire a little early).
   let retry: ReturnType<typeof setTimeout> | undefined;
   const serve = () => {
-    while (waiters.length > 0 && fits((waiters[0] as Waiter).priority)) {
-      const waiter = waiters.shift() as Waiter;
-      waiter.done(shedder.acquire(waiter.priority));
-    }
-    const first = waiters[0];
-    const ms = first === undefined ? 0 : yieldLeft(first.priority);
-    if (ms > 0 && retry === undefined) {
-      retry = setTimeout(() => {
-        retry = undefined;
-        serve();
-      }, Math.ceil(ms));
-      retry.unref();
+    for (let first = waiters[0]; first !== undefined; first = waiters[0]) {
+      const ms = blockedFor(first.priority);
+      if (ms > 0) {
+        if (ms < Number.POSITIVE_INFINITY && retry === undefined) {
+          retry = setTimeout(() => {
+            retry = undefined;
+            serve();
+          }, Math.ceil(ms));
+          retry.unref();
+        }
+        return;
+      }
+      waiters.shift();
+      first.done(shedder.acquire(first.priority));
     }
   };
   if (shedder.maxWaitMs > 0) freed.add(serve);
