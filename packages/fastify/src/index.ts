@@ -63,9 +63,11 @@ function isHook(v: unknown, n: string): 'onRequest' | 'preHandler' {
 const PLUGIN_OPTIONS = { hook: spec(isHook, 'onRequest'), global: spec(isBoolean, true) };
 const PEERS = ['max', 'timeWindow'] as const;
 const FORWARDED: ForwardedCheck<FastifyRequest> = {
-  // request.ips is there only when trustProxy is on (Fastify's documented request.ips).
-  untrusted: (request) => request.headers['x-forwarded-for'] !== undefined && request.ips === undefined,
-  fix: 'Fastify({ trustProxy: 1 }) (1: the number of proxies in front of the app)',
+  // request.ips (Fastify's documented field, there when trustProxy is on) lists the socket's address and each hop
+  // Fastify trusted: one or none means request.ip is the peer's. Fastify 5.12.1 and later trust no hop for a
+  // numeric trustProxy (read on 5.12.8), so a hop count is not a fix.
+  untrusted: (request) => request.headers['x-forwarded-for'] !== undefined && (request.ips?.length ?? 0) < 2,
+  fix: "Fastify({ trustProxy: '10.0.0.0/8' }) (the proxies' addresses or CIDR ranges, not a hop count)",
   docs: 'https://github.com/sluice-js/sluice/blob/main/docs/migrating/fastify-rate-limit.md#behind-a-proxy',
 };
 
