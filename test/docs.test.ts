@@ -21,29 +21,16 @@
 //   of package.json and each `node <file>` an existing file), ```text, ```http, ```json.
 //
 // The counts of blocks run, type-checked and skipped are printed at the end.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { freePort, type RedisCluster, type RedisServer, startCluster, startServer } from './support/redis';
+import { type Block, BUILT, extractBlocks, PACKAGES, ROOT, runDir, startServerBlock } from './support/doc-blocks';
+import { type RedisCluster, type RedisServer, startCluster, startServer } from './support/redis';
 
 jest.setTimeout(240_000);
 
-const ROOT = join(__dirname, '..');
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'metrics', 'cli'];
-/** The built packages the blocks run against; SLUICE_DOCS_PACKAGES names a copy (a build of another checkout). */
-const BUILT = process.env.SLUICE_DOCS_PACKAGES ?? join(ROOT, 'packages');
 /** node processes at once: the CI box has 2 cores. */
 const CONCURRENCY = 3;
-
-interface Block {
-  file: string; // relative to the root
-  line: number; // of the opening fence, 1-based
-  lang: string;
-  code: string;
-  name?: string;
-  fragmentOf?: string; // 'docs/page.md#name'
-  skip?: string;
-}
 
 function docFiles(): string[] {
   const files = ['README.md'];
@@ -60,61 +47,10 @@ function docFiles(): string[] {
   return files;
 }
 
-/** The fenced blocks of one Markdown file, with the HTML comments right above each. */
-function extractBlocks(file: string, text: string): Block[] {
-  const lines = text.split('\n');
-  const blocks: Block[] = [];
-  let comments: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
-    const comment = /^\s*<!--\s*(.*?)\s*-->\s*$/.exec(line);
-    if (comment) {
-      comments.push(comment[1] as string);
-      continue;
-    }
-    const fence = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)(.*)$/.exec(line);
-    if (!fence) {
-      if (line.trim() !== '') comments = [];
-      continue;
-    }
-    const [, indent = '', marks = '```', lang = ''] = fence;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length; i++) {
-      const l = lines[i] as string;
-      if (l.trim().startsWith(marks) && l.trim().replace(/[`~]/g, '') === '') break;
-      body.push(l.startsWith(indent) ? l.slice(indent.length) : l.trimStart());
-    }
-    const block: Block = { file, line: start + 1, lang: lang.toLowerCase(), code: `${body.join('\n')}\n` };
-    for (const c of comments) {
-      const m = /^(name|fragment of|not run):\s*(.+)$/.exec(c);
-      if (m?.[1] === 'name') block.name = m[2];
-      if (m?.[1] === 'fragment of') block.fragmentOf = m[2];
-      if (m?.[1] === 'not run') block.skip = m[2];
-    }
-    blocks.push(block);
-    comments = [];
-  }
-  return blocks;
-}
-
 const where = (b: Block) => `${b.file}:${b.line}`;
 const isJs = (b: Block) => b.lang === 'js' || b.lang === 'mjs' || b.lang === 'javascript';
 const isTs = (b: Block) => b.lang === 'ts' || b.lang === 'typescript';
 const needsCluster = (b: Block) => /\b(Cluster|createCluster)\(/.test(b.code);
-
-/** A run dir whose node_modules resolve @sluice/* to the built packages and the metrics peers; the rest from the root. */
-function runDir(): string {
-  const base = join(ROOT, '.docs-test');
-  mkdirSync(base, { recursive: true });
-  const dir = mkdtempSync(join(base, 'run-'));
-  mkdirSync(join(dir, 'node_modules', '@sluice'), { recursive: true });
-  for (const pkg of PACKAGES) symlinkSync(join(BUILT, pkg), join(dir, 'node_modules', '@sluice', pkg), 'dir');
-  const peers = join(BUILT, 'metrics', 'node_modules');
-  for (const peer of readdirSync(peers)) if (peer !== '@sluice') symlinkSync(join(peers, peer), join(dir, 'node_modules', peer), 'dir');
-  writeFileSync(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
-  return dir;
-}
 
 function runNode(file: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -127,36 +63,12 @@ function runNode(file: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs: n
 
 /** Starts a server block, waits for it to answer `GET /` (below 500), kills it. */
 async function runServer(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string | undefined> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [file], {
-    cwd,
-    env: { ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (out += d));
-  let exited: number | null | undefined;
-  child.on('exit', (code) => (exited = code));
+  const server = await startServerBlock(file, env, cwd);
   try {
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      if (exited !== undefined) return `exited (${exited}) before answering on PORT ${port}:\n${out.slice(-2000)}`;
-      try {
-        const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
-        await res.arrayBuffer();
-        return res.status < 500 ? undefined : `GET / answered ${res.status}:\n${out.slice(-2000)}`;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    return `no answer on PORT ${port} within 20 s:\n${out.slice(-2000)}`;
+    if (server.status === undefined) return server.error;
+    return server.status < 500 ? undefined : `GET / answered ${server.status}:\n${server.output()}`;
   } finally {
-    if (exited === undefined) {
-      const gone = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await gone;
-    }
+    await server.stop();
   }
 }
 
