@@ -91,11 +91,11 @@ describe('sluice (the built command)', () => {
     await limiter.close();
   });
 
-  // Each adapter's counters: app-level under its mount's scope, route-level under 'POST /login'.
-  const appScope = { express: '* ', fastify: 'GET /items', koa: '*' } as const;
+  // Each adapter's counters: app-level under its mount's scope ('*' at an Express or Koa app's root), route-level under 'POST /login'.
+  const appScope = { express: '*', fastify: 'GET /items', koa: '*' } as const;
   const appCount = { express: 4, fastify: 2, koa: 4 } as const; // Fastify's route options replace the app's
   describe.each(harnesses)('keys written by $name', (harness) => {
-    it('inspects the app-level and the route counters of a client IP, and a reset lets it in again', async () => {
+    it("inspects the app-level counter (--scope '*' at an app's root) and the route counters of a client IP, and a reset lets it in again", async () => {
       const [appPrefix, routePrefix] = [uniquePrefix(), uniquePrefix()];
       const store = redisStore({ client });
       const app = await harness.start({

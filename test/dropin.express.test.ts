@@ -139,6 +139,11 @@ const CASES: Case[] = [
     steps: [...five(3, { user: 'free' }), ...five(4, { user: 'pro' })],
   },
   {
+    name: "a limit function's limits count in one counter per client, each request held to its own limit",
+    options: () => ({ windowMs: 60_000, limit: (req: express.Request) => (req.get('x-user') === 'pro' ? 3 : 1) }),
+    steps: [{ user: 'free' }, { user: 'pro' }, { user: 'pro' }, { user: 'pro' }, { user: 'free' }],
+  },
+  {
     name: 'limit as an async function',
     options: () => ({ windowMs: 60_000, limit: async () => 2 }),
     steps: five(3),

@@ -78,6 +78,11 @@ const CASES: Case[] = [
     options: () => ({ max: (_r: unknown, key: string) => (key === 'pro' ? 3 : 1), timeWindow: 60_000, ...byUser }),
     steps: [...n(2, { user: 'free' }), ...n(4, { user: 'pro' })],
   },
+  {
+    name: "a max function's limits count in one counter per client, each request held to its own max",
+    options: () => ({ max: (request: FastifyRequest) => (request.headers['x-user'] === 'pro' ? 3 : 1), timeWindow: 60_000 }),
+    steps: [{ user: 'free' }, { user: 'pro' }, { user: 'pro' }, { user: 'pro' }, { user: 'free' }],
+  },
   { name: 'max as an async function', options: () => ({ max: async () => 2, timeWindow: 60_000 }), steps: n(3) },
   {
     name: 'keyGenerator',

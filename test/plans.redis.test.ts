@@ -138,6 +138,29 @@ describe('calendar quotas in Lua', () => {
   });
 });
 
+describe('a first-hit fixed window across plans', () => {
+  it('counts one window per key whatever the limit, each call held to its own limit (Redis and memory alike)', async () => {
+    const d = differential({ client });
+    const under = (limit: number) => ({ policy: { limit, window: '1m', algorithm: 'fixed-window', start: 'first-hit' } as const });
+    const seen = async (limit: number) => {
+      const r = await d.consume('k', under(limit));
+      return [r.allowed, r.remaining, r.resetMs];
+    };
+    expect(await seen(1)).toEqual([true, 0, 60_000]);
+    d.step(10_000);
+    // The window the first hit opened goes on, under each call's limit.
+    expect(await seen(3)).toEqual([true, 1, 50_000]);
+    expect(await seen(3)).toEqual([true, 0, 50_000]);
+    expect(await seen(3)).toEqual([false, 0, 50_000]);
+    expect(await seen(1)).toEqual([false, 0, 50_000]);
+    expect(await seen(5)).toEqual([true, 1, 50_000]);
+    d.step(50_000);
+    // The first hit after the window ends opens the next.
+    expect(await seen(1)).toEqual([true, 0, 60_000]);
+    await d.close();
+  });
+});
+
 // ------------------------------------------------------------------ adapters: plans per request
 const plans: Record<string, unknown> = {
   free: '2/1m',

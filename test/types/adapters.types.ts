@@ -124,6 +124,10 @@ async function fastifyTypes() {
   void wrong;
   // @ts-expect-error route options are checked too
   app.get('/b', { config: { rateLimit: { headers: 'nope' } } }, async () => 'ok');
+  // @ts-expect-error hook is the plugin's option, not a route's
+  app.get('/c', { config: { rateLimit: { policy: '1/s', hook: 'preHandler' } } }, async () => 'ok');
+  // @ts-expect-error global is the plugin's option, not a route's
+  app.get('/d', { config: { rateLimit: { policy: '1/s', global: false } } }, async () => 'ok');
   // @ts-expect-error hook is 'onRequest' | 'preHandler'
   await app.register(fastifyRateLimit, { policy: '1/s', hook: 'onSend' });
   // @ts-expect-error headers must be 'draft' | 'legacy' | 'both' | false

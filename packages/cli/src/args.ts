@@ -51,8 +51,8 @@ Options:
   --policy POLICY   the limiter's policy, repeated for several, exactly as the app gives them:
                     '100/1m', or JSON such as '{"limit":5,"window":"15m","algorithm":"sliding-window"}'
   --scope SCOPE     an adapter's counter: the route ('POST /login'; Fastify 'METHOD url'), a \`scope\`
-                    option's name, '* ' + mount path for app-level Express ('* ' at the root),
-                    '*' for app-level Koa
+                    option's name, '*' for app-level Express and Koa, '* ' + mount path
+                    under an Express mount ('* /api')
   --shards N        the limiter's shards, when it splits hot keys (default 1)
   --ip              KEY is a client IP: group it as the adapters' default key does (IPv6 by /56)
   --timeout TIME    give up after TIME, connecting and the command together: '5s', '500ms', or ms

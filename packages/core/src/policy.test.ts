@@ -1,4 +1,4 @@
-import { parsePolicy } from './policy.js';
+import { parsePolicies, parsePolicy } from './policy.js';
 
 describe('parsePolicy', () => {
   it('parses strings with a default name', () => {
@@ -35,6 +35,14 @@ describe("a fixed window's start (issue 26)", () => {
     expect(clock.start).toBeUndefined();
     expect(first.id).not.toBe(clock.id);
     expect(clock.id).toBe(parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window' }).id);
+  });
+
+  it("'first-hit' counts one window per key whatever the limit: its counter is named by the window alone", () => {
+    const input = (limit: number, window = '1m') => ({ limit, window, algorithm: 'fixed-window', start: 'first-hit' }) as const;
+    expect(parsePolicy(input(1)).id).toBe(parsePolicy(input(3)).id);
+    expect(parsePolicy(input(1)).id).not.toBe(parsePolicy(input(1, '2m')).id);
+    // One of them in a set: two would be one counter counted twice.
+    expect(() => parsePolicies([input(1), input(3)])).toThrow(/one first-hit fixed window per window/);
   });
 
   it.each([

@@ -50,7 +50,8 @@ export type PolicyInput =
       burst?: number;
       /**
        * A fixed window's start: 'clock' (windows aligned to the clock) or 'first-hit' (a window opens at the
-       * key's first hit, as express-rate-limit's and @fastify/rate-limit's stores count). Default 'clock'.
+       * key's first hit, as express-rate-limit's and @fastify/rate-limit's stores count: one count per key
+       * and window, whatever the limit, so a request under another limit counts on in it). Default 'clock'.
        */
       start?: WindowStart;
       /** Shown in RateLimit-Policy. Default derived from limit and window, e.g. '100-per-60s'. */
@@ -122,7 +123,9 @@ export function parsePolicy(input: unknown, option = 'policy'): Policy {
     badOption(`${option}.algorithm`, "absent for a calendar quota: give window 'day', 'week' or 'month'", algorithm);
   const name = checkName(raw.name ?? `${limit}-per-${formatDuration(windowMs)}`, option);
   const code = ALGORITHM_CODES[algorithm as Algorithm];
-  const id = `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}${firstHit ? 'f' : ''}`;
+  // A first-hit window's id names its window but not its limit, as the peers' stores count (one count of
+  // hits per key, held against each request's limit): a request under another limit counts on in it.
+  const id = firstHit ? `${code}/${windowMs}f` : `${code}${limit}/${windowMs}${burst === limit ? '' : `b${burst}`}`;
   const policy: Policy = { name, limit, windowMs, algorithm: algorithm as Algorithm, burst, id };
   return firstHit ? { ...policy, start: 'first-hit' } : policy;
 }
@@ -179,6 +182,10 @@ export function parsePolicies(input: unknown, option = 'policy'): Policy[] {
   const policies = input.map((p, i) => parsePolicy(p, `${option}[${i}]`));
   const ids = new Set(policies.map((p) => p.id));
   if (ids.size !== policies.length)
-    badOption(option, 'policies that differ from each other (and one calendar quota per period and zone)', input);
+    badOption(
+      option,
+      'policies that differ from each other (one calendar quota per period and zone, one first-hit fixed window per window)',
+      input,
+    );
   return policies;
 }

@@ -73,8 +73,8 @@ const FORWARDED: ForwardedCheck<FastifyRequest> = {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** This route's rate limit: options over the plugin's, or false for none. */
-    rateLimit?: FastifyRateLimitRouteOptions | false;
+    /** This route's rate limit: options over the plugin's (not the plugin's own: hook, global), or false for none. */
+    rateLimit?: (FastifyRateLimitRouteOptions & { [K in keyof FastifyPluginOwnOptions]?: never }) | false;
   }
   interface FastifyRequest {
     /** The rate-limit decision for this request, set by @sluice/fastify (absent when skipped). */
@@ -136,6 +136,10 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config === false || (config === undefined && appLimit === undefined)) return;
     if (config !== undefined && (config === null || typeof config !== 'object'))
       badOption('config.rateLimit', 'an object or false', config);
+    for (const name of config === undefined ? [] : Object.keys(PLUGIN_OPTIONS)) {
+      const value = ownValue(config as object, name);
+      if (value !== undefined) badOption(`config.rateLimit.${name}`, `absent on a route: ${name} is the plugin's option`, value);
+    }
     const limit: Limit =
       config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config) as KitOptions, { ...own, route: true });
     const handler = makeHook(limit, route.url);

@@ -163,12 +163,15 @@ export function resolveHttpOptions<Own extends OptionTable>(
       : adapter.peer === '@fastify/rate-limit'
         ? FASTIFY_RATE_LIMIT_NAMES
         : [];
+  // Each name once: a peer's names repeat some of ours (max, timeWindow, ban).
   const known = [
-    ...LIMITER_OPTION_NAMES,
-    ...Object.keys(ADAPTER_OPTIONS),
-    ...(adapter.peers ?? PEER_NAMES),
-    ...peerNames,
-    ...Object.keys(table),
+    ...new Set([
+      ...LIMITER_OPTION_NAMES,
+      ...Object.keys(ADAPTER_OPTIONS),
+      ...(adapter.peers ?? PEER_NAMES),
+      ...peerNames,
+      ...Object.keys(table),
+    ]),
   ];
   checkNames(options, known, 'a rate-limit option');
   const copy = ownCopy(options);

@@ -209,7 +209,11 @@ export function expressRateLimit(o: Options): PeerRuntime {
   };
 }
 
-/** `policyFor` made once per limit: the limiter reads a request's policy by identity, so a limit's is one object. */
+/**
+ * `policyFor` made once per limit: the limiter reads a request's policy by identity, so a limit's is one
+ * object. The limits' first-hit windows share one counter per key (a first-hit window's id names no limit),
+ * held against each request's limit, as the peers' stores count.
+ */
 export function policyPerLimit(policyFor: (limit: number) => PolicyInput): (limit: number) => PolicyInput {
   const policies = new Map<number, PolicyInput>();
   return (limit) => {

@@ -6,12 +6,13 @@ import { call, caught } from './user-call.js';
 
 /**
  * The default counter of a middleware: its route's method and pattern ('POST /login'), or, where no
- * route matched (a middleware on an app or a mount), '*' and the mount path when there is one. These
- * are the scope names docs/frameworks.md and the CLI's --scope use: keep them.
+ * route matched (a middleware on an app or a mount), '*' and the mount path when there is one (an
+ * app's root, '' in Express, is none). These are the scope names docs/frameworks.md and the CLI's
+ * --scope use: keep them.
  * @example routeScope('POST', '/login') // 'POST /login'; routeScope(undefined, '/api') // '* /api'; routeScope() // '*'
  */
 export function routeScope(method?: string, path?: string): string {
-  if (method === undefined) return path === undefined ? '*' : `* ${path}`;
+  if (method === undefined) return path === undefined || path === '' ? '*' : `* ${path}`;
   return `${method} ${path ?? ''}`;
 }
 
