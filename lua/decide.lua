@@ -26,18 +26,35 @@
 --   slots  one per decision, separated by spaces (a concurrent lease's member), '' when none has one
 -- Reply: per decision, per policy: remaining, resetMs, retryAfterUs (whole µs, rounded up, so the deny
 -- cache can hold a denial to within 1 µs of its end). A decision is allowed when every retryAfterUs
--- is 0: each algorithm answers a denial with retryAfterUs >= 1.
+-- is 0: each algorithm answers a denial with retryAfterUs >= 1. A decision refused for want of memory
+-- (below) answers -1, 0, 0 in each of its policies: remaining is never negative otherwise.
 -- Exactly once: a client may send a call again (an ioredis Cluster retries a call that was in flight when
 -- its connection reset, after Redis had run it). The guard holds the highest number this store's calls
 -- ran under; a call numbered no higher is not run again, and answers the error SLUICE_AGAIN (the store
 -- answers its decisions by the fail mode). A call overtaken by a later one (a rare reordering around a
 -- reset) is refused too: refusing is safe, running twice is not. One command per call, not per decision.
+-- Out of memory: under maxmemory-policy noeviction a full Redis refuses the guard's write (OOM). A script
+-- that has written nothing since it started out of memory is refused every write that may take memory,
+-- and one that has written anything is refused none (Redis 7 and Valkey 8, scriptVerifyOOM): so the call
+-- then writes nothing at all, and runs read-only. The guard is read instead of written (a call already
+-- run is still refused); a decision that writes nothing (a denial, a peek, an id's replay, a reservation
+-- past its most wait) is answered as ever, and one that would write (an admission, an adjustment, a
+-- place in line) answers -1, 0, 0 per policy, uncharged, for the store to answer it by the fail mode. A
+-- call that wrote nothing may run again harmlessly.
 -- KEYS and ARGV are globals: a local each saves a lookup in the globals table per read. A number
 -- argument is read as `ARGV[i] + 0`: one strtod, where tonumber() is a C call that parses it twice.
 local KEYS, ARGV = KEYS, ARGV
-local last = tonumber(call('SET', KEYS[1], ARGV[1], 'PX', '60000', 'GET'))
+local guard = redis.pcall('SET', KEYS[1], ARGV[1], 'PX', '60000', 'GET')
+local last = tonumber(guard)
+-- The reply of a refused write is a table {err = ...}: tonumber makes nil of it, as of a missing guard.
+local full = false
+if not last and guard then
+  if sub(guard.err, 1, 4) ~= 'OOM ' then return guard end
+  full = true
+  last = tonumber(call('GET', KEYS[1]))
+end
 if last and last >= tonumber(ARGV[1]) then
-  call('SET', KEYS[1], last, 'PX', '60000')
+  if not full then call('SET', KEYS[1], last, 'PX', '60000') end
   return redis.error_reply('SLUICE_AGAIN call ' .. ARGV[1] .. ' was already run or overtaken (guard at ' .. last .. ')')
 end
 
@@ -84,6 +101,37 @@ while a <= nargs do
   -- A reservation's most wait (µs), or false: it takes the general body below.
   local reserve = not (consume or adjust or op == 'p') and sub(op, 2) + 0
   local from = 1
+  if full then
+    -- Out of memory: every decision read-only, checked as a peek at its cost. One that would write is
+    -- refused (-1 per policy); the others answer as below.
+    for _ = 1, count do
+      local replay, allowed, most = false, true, 0
+      if not adjust then
+        if idTtl > 0 then
+          local lapses = tonumber(call('GET', KEYS[k + n]))
+          replay = lapses ~= nil and lapses > now
+        end
+        for i = 1, n do
+          local spec = run[i]
+          local ok, remaining, reset, retry = spec[1](KEYS[k + i - 1], now, spec[2], spec[3], spec[4], cost, false)
+          if replay then retry = 0 end
+          if retry > most then most = retry end
+          local at = r + 3 * i
+          reply[at - 2], reply[at - 1], reply[at] = remaining, reset, retry
+          allowed = allowed and ok
+        end
+      end
+      if adjust or not replay and (consume and allowed or reserve and most <= reserve) then
+        for i = 1, n do
+          local at = r + 3 * i
+          reply[at - 2], reply[at - 1], reply[at] = -1, 0, 0
+        end
+      end
+      r, k = r + 3 * n, k + n
+      if idTtl > 0 then k = k + 1 end
+    end
+    count = 0
+  end
   -- Two fast paths for runs of one policy and no id, each kept because bench/lua-instructions.mjs shows
   -- it earns its place against the general body below (Redis instructions in the script calls, calls
   -- of 16, the general body alone -> with the fast path; figures of 5 Dec 2026, each of three runs):

@@ -260,6 +260,8 @@ describe('the reservation: the Lua script and the memory store alike (test/suppo
     // The window's 2 weigh until the next one: the first reservation goes at 1.5 s, the next at 2 s (this window's 2 weigh nothing then).
     expect(await d.reserve('k', 1, 5000)).toMatchObject({ allowed: true, waitMs: 1500 });
     expect(await d.reserve('k', 1, 5000)).toMatchObject({ allowed: true, waitMs: 2000 });
+    // One more is refused past maxWait, and told its own turn, after theirs: at 3 s, once the 2 s one weighs 1.
+    expect(await d.reserve('k', 1, 1000)).toMatchObject({ allowed: false, waitMs: 0, states: [{ retryAfterMs: 3000 }] });
     d.step(1500);
     expect((await d.peek('k')).allowed).toBe(false);
     await d.close();

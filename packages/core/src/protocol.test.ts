@@ -3,8 +3,9 @@
 import { luaSource, sourceLines } from './decide-script.js';
 import { LUA_LINES } from './lua.generated.js';
 import { parsePolicy } from './policy.js';
-import { decodeReply, encodeBatch, opOf } from './protocol.js';
+import { decodeReply, encodeBatch, opOf, REFUSED } from './protocol.js';
 import type { StoreRequest } from './store.js';
+import { StoreRefusal } from './store.js';
 
 const tb = parsePolicy('10/1m');
 const day = parsePolicy({ limit: 5, window: 'day' });
@@ -27,6 +28,15 @@ describe('protocol', () => {
       { allowed: true, states: [{ remaining: 9, resetMs: 6000, retryAfterMs: 0 }] },
       { allowed: false, states: [{ remaining: 0, resetMs: 43_200_000, retryAfterMs: 43_200_000, windowMs: 86_400_000 }] },
     ]);
+  });
+
+  it('a decision answered REFUSED (Redis out of memory) is a StoreRefusal naming OOM; the others of its call decode as ever', () => {
+    const requests = [consume('a'), { keys: ['b', 'c'], policies: [tb, day], cost: 1, peek: false }, consume('d')];
+    const replies = decodeReply([0, 6000, 6_000_000, REFUSED, 0, 0, REFUSED, 0, 0, 9, 6000, 0], requests, 0) as unknown[];
+    expect(replies[0]).toEqual({ allowed: false, states: [{ remaining: 0, resetMs: 6000, retryAfterMs: 6000 }] });
+    expect(replies[1]).toBeInstanceOf(StoreRefusal);
+    expect((replies[1] as Error).message).toMatch(/^OOM: .*nothing was charged/);
+    expect(replies[2]).toEqual({ allowed: true, states: [{ remaining: 9, resetMs: 6000, retryAfterMs: 0 }] });
   });
 
   it.each([

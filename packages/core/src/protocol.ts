@@ -10,11 +10,20 @@
 //       runs of decisions alike, RUN_FIELDS each and one spec number per policy:
 //       count, op, cost, idTtl ('0': none), slots (one per decision, space-separated; '' for none), n.
 // Reply per decision and policy: remaining, resetMs, retryAfterUs (whole µs; 0 when the policy passed;
-// negated for a reservation that passes: its wait until its turn).
+// negated for a reservation that passes: its wait until its turn). A decision that needs a write Redis
+// refuses, being out of memory, answers REFUSED as remaining (its policies all do): it is not decided.
 import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
 import { describe } from './errors.js';
 import { ALGORITHM_CODES, type Policy } from './policy.js';
-import type { PolicyState, StoreReply, StoreRequest } from './store.js';
+import { type PolicyState, StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
+
+/**
+ * A reply's `remaining` for a decision the script did not decide: Redis is out of memory (maxmemory,
+ * noeviction) and the decision needs a write (lua/decide.lua runs such a call read-only). Nothing was charged.
+ */
+export const REFUSED = -1;
+const OUT_OF_MEMORY =
+  "OOM: Redis is out of memory (used memory > 'maxmemory') and refused the write this decision needs; nothing was charged";
 
 /** Fields of a spec in ARGV, and of a run's head before its spec numbers. */
 export const SPEC_FIELDS = 5;
@@ -127,21 +136,27 @@ function close(runs: string[], head: number, count: number, slots: string): void
 }
 
 /**
- * The script's reply as one StoreReply per request, or an Error naming what is wrong with its shape:
- * three integers per (request, policy). A request is allowed when no policy's retry is above 0 (a denying
- * policy answers >= 1 µs); a reservation's passing policies answer their wait negated, and its reply's
- * waitMs is the longest. `wall` is the header's: a calendar quota's period length is read from it.
+ * The script's reply as one StoreReply per request (a StoreRefusal for one it did not decide), or an
+ * Error naming what is wrong with its shape: three integers per (request, policy). A request is allowed
+ * when no policy's retry is above 0 (a denying policy answers >= 1 µs); a reservation's passing policies
+ * answer their wait negated, and its reply's waitMs is the longest. `wall` is the header's: a calendar
+ * quota's period length is read from it.
  * @example decodeReply([5, 60000, 0], [request], wall) // [{ allowed: true, states: [{ remaining: 5, ... }] }]
  */
-export function decodeReply(reply: unknown, requests: readonly StoreRequest[], wall: number): StoreReply[] | Error {
+export function decodeReply(reply: unknown, requests: readonly StoreRequest[], wall: number): (StoreReply | StoreRefusal)[] | Error {
   if (!isReply(reply, requests)) return new Error(`the script's reply is malformed (${describe(reply)})`);
-  const replies: StoreReply[] = new Array(requests.length);
+  const replies: (StoreReply | StoreRefusal)[] = new Array(requests.length);
   let at = 0;
   for (let d = 0; d < requests.length; d++) {
     const { policies } = requests[d] as StoreRequest;
     let allowed = true;
     let waitUs = 0;
     const n = policies.length;
+    if (reply[at] === REFUSED) {
+      replies[d] = new StoreRefusal(OUT_OF_MEMORY);
+      at += 3 * n;
+      continue;
+    }
     const states: PolicyState[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const remaining = reply[at] as number;

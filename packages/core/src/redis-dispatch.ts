@@ -7,7 +7,7 @@ import { runDecide } from './decide-script.js';
 import { guardKey } from './keys.js';
 import { decodeReply, encodeBatch } from './protocol.js';
 import type { ScriptClient } from './redis-clients.js';
-import type { StoreReply, StoreRequest } from './store.js';
+import { StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
 
 interface Pending {
   request: StoreRequest;
@@ -194,8 +194,13 @@ export class Dispatcher {
         this.returned();
         const replies = decodeReply(values, requests, wall);
         if (replies instanceof Error) fail(batch, replies);
-        // An indexed loop: entries() makes a pair per decision.
-        else for (let i = 0; i < batch.length; i++) (batch[i] as Pending).done(undefined, replies[i]);
+        // An indexed loop: entries() makes a pair per decision. A decision the script refused fails alone.
+        else
+          for (let i = 0; i < batch.length; i++) {
+            const reply = replies[i];
+            if (reply instanceof StoreRefusal) (batch[i] as Pending).done(reply);
+            else (batch[i] as Pending).done(undefined, reply);
+          }
       },
       (error: unknown) => {
         this.returned();

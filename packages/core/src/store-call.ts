@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
 import { type Call, createDeadlines } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
-import type { Store, StoreReply, StoreRequest } from './store.js';
+import { type Store, StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
 
 export class StoreTimeoutError extends Error {
   constructor(ms: number) {
@@ -120,6 +120,8 @@ export function createStoreCall(
         const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
         // A store still making its connection has not failed: its late calls do not open the breaker.
         if (store.connecting?.()) breaker?.unanswered();
+        // A store that refused one decision (out of memory) answered: it is up, and still denies.
+        else if (error instanceof StoreRefusal) breaker?.success(clock);
         else breaker?.failure(end, error);
         this.listener.answered(error, undefined, end - this.now);
       } else {

@@ -45,6 +45,15 @@ export interface StoreRequest {
   maxWaitMs?: number;
 }
 
+/**
+ * A store's answer that it did not decide one request, and charged nothing: Redis out of memory refuses
+ * the write an admission needs. `decideWith`'s `done` gets it as the error, and the fail mode answers
+ * that request. The store did answer: the breaker counts it as up.
+ */
+export class StoreRefusal extends Error {
+  override name = 'StoreRefusal';
+}
+
 export interface StoreReply {
   /** True when every policy passed; then all were charged (unless peek), else none. */
   allowed: boolean;

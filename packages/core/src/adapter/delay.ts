@@ -6,7 +6,7 @@ import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { badOption } from '../errors.js';
 import type { ConsumeOptions, Limiter } from '../limiter.js';
-import type { WaitOptions } from '../wait.js';
+import { WaitError, type WaitOptions } from '../wait.js';
 import type { RawResponse } from './settle.js';
 
 /** The `delay` option: hold a limited request until its turn. */
@@ -36,7 +36,18 @@ export function isDelay(v: unknown, n: string): ResolvedDelay {
   return { maxWaitMs, maxQueued };
 }
 
-/** Holds a limited request until its turn: the wait's allowed Decision, or `denied` as it was. */
+/**
+ * `denied`, told to retry after `retryAfterMs` when that is later: the store's refusal of the wait counts
+ * the places already in line, which a denial the deny cache held from before they were taken does not.
+ * The binding policy (the one that frees last) takes the later retry too, as the RateLimit header reads it.
+ */
+function later(denied: Decision, retryAfterMs: number): Decision {
+  if (retryAfterMs <= denied.retryAfterMs) return denied;
+  const policies = denied.policies.map((p) => (p.name === denied.policy ? { ...p, retryAfterMs } : p));
+  return { ...denied, retryAfterMs, policies };
+}
+
+/** Holds a limited request until its turn: the wait's allowed Decision, or `denied` (told its own turn). */
 export type Hold = (denied: Decision, key: string, charge: ConsumeOptions, raw: RawResponse | undefined) => Promise<Decision>;
 
 export function holder(limiter: Limiter, delay: ResolvedDelay): Hold {
@@ -54,9 +65,9 @@ export function holder(limiter: Limiter, delay: ResolvedDelay): Hold {
     held++;
     try {
       return await limiter.wait(key, options);
-    } catch {
-      // Its turn moved past maxWait meanwhile (ERR_SLUICE_WAIT), or the client left (its place given back).
-      return denied;
+    } catch (error) {
+      // Its turn is past maxWait (ERR_SLUICE_WAIT), or the client left (its place given back).
+      return error instanceof WaitError ? later(denied, error.retryAfterMs) : denied;
     } finally {
       held--;
     }
