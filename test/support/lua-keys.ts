@@ -36,14 +36,8 @@ const CALLBACKS: Record<string, number[]> = {
 type Fn = L.FunctionDeclaration;
 type Value = { expr: L.Expression } | { param: Fn; index: number } | { opaque: true };
 type Role = 'called' | 'held' | 'value';
-interface Binding {
-  values: Value[];
-}
-interface Call {
-  node: L.Node;
-  callee: L.Expression;
-  args: L.Expression[];
-}
+type Binding = { values: Value[] };
+type Call = { node: L.Node; callee: L.Expression; args: L.Expression[] };
 const OPAQUE: Value = { opaque: true };
 
 /** What in `source` (one script as sent) may touch a key not from KEYS, by the script's line; [] when nothing. */
