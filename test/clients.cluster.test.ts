@@ -2,18 +2,12 @@
 // clients; each test has its own key prefix): exact admission with several policies and no CROSSSLOT,
 // NOSCRIPT reload after SCRIPT FLUSH, and a fail-over under load (SIGKILL of a slot's master), after
 // which the killed node comes back as a replica, ready for the next client's fail-over.
-import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { promisify } from 'node:util';
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import type { Cluster } from 'ioredis';
 import { CLIENT_KINDS, type TestClient } from './support/clients';
 import { startLoad } from './support/load';
-import { killMasterOf, type RedisCluster, replicasInSync, sleep, startCluster, uniquePrefix, waitForPromotion } from './support/redis';
-
-const run = promisify(execFile);
-const cli = async (port: number, ...args: string[]) =>
-  (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
+import { cli, killMasterOf, type RedisCluster, replicasInSync, sleep, startCluster, uniquePrefix, waitForPromotion } from './support/redis';
 
 /**
  * Waits until every node names the same masters for the same slots: a node restarted after its fail-over

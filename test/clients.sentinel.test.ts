@@ -2,18 +2,12 @@
 // a SIGKILL of the master is answered by the fail mode; once the sentinels promote the replica, decisions
 // come from the store there (its script cache empty: NOSCRIPT, then EVAL), and no error reaches a caller.
 // The killed node comes back as a replica of the promoted one, ready for the next client's fail-over.
-import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { promisify } from 'node:util';
 import { createLimiter, redisStore } from '@sluice/core';
 import { CLIENT_KINDS, type TestClient } from './support/clients';
 import { startLoad } from './support/load';
-import { sleep, uniquePrefix } from './support/redis';
+import { cli, sleep, uniquePrefix } from './support/redis';
 import { MASTER_NAME, type SentinelDeployment, startSentinels } from './support/sentinel';
-
-const run = promisify(execFile);
-const cli = async (port: number, ...args: string[]) =>
-  (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
 
 let deployment: SentinelDeployment;
 beforeAll(async () => {

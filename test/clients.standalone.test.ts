@@ -2,16 +2,11 @@
 // has its own key prefix): exact admission, NOSCRIPT reload, no replay of a call made before the first
 // connect or while disconnected, no resend of a call in flight when its connection died, deadlines, the
 // breaker; and the refusals of what the store cannot use.
-import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { promisify } from 'node:util';
 import { createLimiter, type LimiterEvent, redisStore, SluiceError } from '@sluice/core';
 import { CLIENT_KINDS, type TestClient } from './support/clients';
-import { type RedisServer, sleep, startServer, uniquePrefix } from './support/redis';
+import { cli, type RedisServer, sleep, startServer, uniquePrefix } from './support/redis';
 
-const run = promisify(execFile);
-const cli = async (port: number, ...args: string[]) =>
-  (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
 /** Script calls the server has run since it started (each restart starts it empty). */
 const scriptCalls = async (port: number) =>
   [...(await cli(port, 'INFO', 'commandstats')).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);

@@ -1,5 +1,16 @@
 // Types of ./redis-harness.mjs, for the tests (the benchmarks are plain JavaScript).
 
+/** The server the harness starts (SLUICE_SERVER): its name, and its binaries (a sentinel: `command <conf> ...args`). */
+export declare const SERVER: {
+  name: 'redis' | 'valkey';
+  server: string;
+  sentinel: { command: string; args: string[] };
+  cli: string;
+};
+
+/** The server's CLI (redis-cli, valkey-cli) run against `port`: its output, trimmed. */
+export declare function cli(port: number, ...args: string[]): Promise<string>;
+
 /** Resolves after `ms` milliseconds. */
 export declare function sleep(ms: number): Promise<void>;
 
@@ -29,7 +40,7 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** Starts a redis-server on `port` (default: a free one) with `extra` arguments, and waits for PING. */
+/** Starts a server (SERVER) on `port` (default: a free one) with `extra` arguments, and waits for PING. */
 export declare function startServer(extra?: string[], port?: number): Promise<RedisServer>;
 
 /** A standalone server of the test's own, or the user's REDIS_URL (which tests must not kill). */

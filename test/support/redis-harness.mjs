@@ -2,6 +2,8 @@
 // 3-master / 3-replica Cluster) on free ports of 127.0.0.1, each without persistence in a temp dir of its
 // own. Plain Node ESM, so that bench/*.mjs import it as is (no build step); the tests import it through
 // ./redis.ts, jest's swc transform taking .mjs too. Types: ./redis-harness.d.mts.
+// SLUICE_SERVER picks the server: 'redis' (the default: redis-server, redis-cli) or 'valkey'
+// (valkey-server, valkey-sentinel, valkey-cli), so that the same suites run on either (.ci/run runs both).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +14,17 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+
+const SERVERS = {
+  redis: { name: 'redis', server: 'redis-server', sentinel: { command: 'redis-server', args: ['--sentinel'] }, cli: 'redis-cli' },
+  valkey: { name: 'valkey', server: 'valkey-server', sentinel: { command: 'valkey-sentinel', args: [] }, cli: 'valkey-cli' },
+};
+const chosen = process.env.SLUICE_SERVER || 'redis';
+if (!Object.hasOwn(SERVERS, chosen)) {
+  throw new Error(`SLUICE_SERVER must be one of ${Object.keys(SERVERS).join(', ')} (or unset, for redis)`);
+}
+/** The server the harness starts (SLUICE_SERVER): its name, and its binaries (a sentinel: `command <conf> ...args`). */
+export const SERVER = SERVERS[chosen];
 
 /** Resolves after `ms` milliseconds. */
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -47,8 +60,9 @@ export function freePort() {
   });
 }
 
-async function cli(port, ...args) {
-  return (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
+/** The server's CLI (redis-cli, valkey-cli) run against `port`: its output, trimmed. */
+export async function cli(port, ...args) {
+  return (await run(SERVER.cli, ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
 }
 
 async function untilPing(port) {
@@ -60,10 +74,10 @@ async function untilPing(port) {
     }
     await sleep(25);
   }
-  throw new Error(`redis-server on ${port} did not answer PING`);
+  throw new Error(`${SERVER.server} on ${port} did not answer PING`);
 }
 
-/** Starts a redis-server on `port` (default: a free one) with `extra` arguments, and waits for PING. */
+/** Starts a server (SERVER) on `port` (default: a free one) with `extra` arguments, and waits for PING. */
 export async function startServer(extra = [], port) {
   const p = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
@@ -73,7 +87,7 @@ export async function startServer(extra = [], port) {
     rmSync(dir, { recursive: true, force: true });
   };
   const start = async () => {
-    proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], {
+    proc = spawn(SERVER.server, ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], {
       stdio: 'ignore',
     });
     live.add(abandon);
@@ -153,13 +167,9 @@ export async function startCluster(extra = []) {
         ]),
       );
     }
-    await run(
-      'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'],
-      {
-        timeout: 30_000,
-      },
-    );
+    await run(SERVER.cli, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], {
+      timeout: 30_000,
+    });
     for (let i = 0; i < 200; i++) {
       const states = await Promise.all(nodes.map((n) => cli(n.port, 'CLUSTER', 'INFO')));
       if (states.every((s) => s.includes('cluster_state:ok')) && (await cluster.masters()).length === 3) return cluster;

@@ -1,16 +1,11 @@
-// A Redis Sentinel deployment for the tests: a master, a replica and three sentinels
-// (`redis-server --sentinel`), on free ports, with short timeouts so that a fail-over completes in a
-// few seconds (down-after-milliseconds 1000).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+// A Sentinel deployment for the tests: a master, a replica and three sentinels (`redis-server --sentinel`,
+// or valkey-sentinel: the harness' SERVER), on free ports, with short timeouts so that a fail-over
+// completes in a few seconds (down-after-milliseconds 1000).
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { freePort, type RedisServer, sleep, startServer } from './redis';
-
-const run = promisify(execFile);
-const cli = async (port: number, ...args: string[]) =>
-  (await run('redis-cli', ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
+import { cli, freePort, type RedisServer, SERVER, sleep, startServer } from './redis';
 
 export const MASTER_NAME = 'sluice';
 
@@ -66,7 +61,7 @@ export async function startSentinels(): Promise<SentinelDeployment> {
         '',
       ].join('\n'),
     );
-    const proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    const proc = spawn(SERVER.sentinel.command, [conf, ...SERVER.sentinel.args], { stdio: 'ignore' });
     live.add(proc);
     procs.push(proc);
     sentinels.push({ host: '127.0.0.1', port });
