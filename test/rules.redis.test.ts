@@ -199,9 +199,8 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       expect(took).toBeLessThanOrEqual(IN_FORCE_MS);
       // A store that fails its refreshes: the copy keeps what it knew (the rules' store part refuses every call).
       const part = store.rules as NonNullable<Store['rules']>;
-      const { version, load, write } = part;
-      part.version = () => Promise.reject(new Error('store down'));
-      part.load = () => Promise.reject(new Error('store down'));
+      const { changes, write } = part;
+      part.changes = () => Promise.reject(new Error('store down'));
       try {
         await sleep(REFRESH_MS * 2);
         expect(await limiter.consume('bad-bot')).toMatchObject({ allowed: false, source: 'rule' });
@@ -209,7 +208,7 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
         part.write = () => Promise.reject(new Error('store down'));
         await expect(rules.deny('other')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE' });
       } finally {
-        Object.assign(part, { version, load, write });
+        Object.assign(part, { changes, write });
       }
     } finally {
       await child.close();

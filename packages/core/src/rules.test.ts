@@ -45,7 +45,7 @@ describe('RuleSet matching', () => {
     ]);
     expect(set.match('10.1.2.3', undefined, undefined, 0)?.kind).toBe('deny');
     expect(set.match('10.9.9.9', undefined, undefined, 0)?.kind).toBe('allow');
-    const overrides = new RuleSet(set.rules.filter((r) => r.kind === 'override'));
+    const overrides = new RuleSet([...set.rules()].filter((r) => r.kind === 'override'));
     expect(overrides.match('10.9.9.9', undefined, undefined, 0)?.policy).toEqual(['1/s']);
     expect(overrides.match('10.2.9.9', undefined, undefined, 0)?.policy).toEqual(['2/s']);
     expect(overrides.match('10.2.3.4', undefined, undefined, 0)?.policy).toEqual(['3/s']);
@@ -216,12 +216,12 @@ describe('createRules on the memory store', () => {
     const rules = createRules({ store, refresh: 20, onEvent: (e) => events.push(e.type) });
     await rules.deny('k');
     const rs = store.rules as NonNullable<typeof store.rules>;
-    const version = rs.version;
-    rs.version = () => Promise.reject(new Error('down'));
+    const changes = rs.changes;
+    rs.changes = () => Promise.reject(new Error('down'));
     await new Promise((r) => setTimeout(r, 80));
     expect(events).toContain('rule-error');
     expect(inside(rules).current().match('k', undefined, undefined, Date.now())?.kind).toBe('deny');
-    rs.version = version;
+    rs.changes = changes;
     await rules.close();
   });
 });
