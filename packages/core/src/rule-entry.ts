@@ -1,12 +1,31 @@
-// A rule on its way in and out of the store (rules.ts writes, rule-copy.ts and list() read): a caller's
-// pattern and options checked, the rule's identity in the store, and the Rule read back from its value.
+// A rule (the Rule type) on its way in and out of the store (rules.ts writes, rule-copy.ts and list()
+// read): a caller's pattern and options checked, its identity in the store, the Rule read back from its value.
 // The store keeps a rule under its identity, with the value "<expiresAt ms, 0 for none>|<the rest as JSON>"
 // (lua/rules.lua).
 import { parseAddress } from './address.js';
 import { parseDuration } from './duration.js';
 import { badOption } from './errors.js';
 import { checkNames, ownCopy } from './options.js';
-import type { Rule, RuleKind } from './rule-match.js';
+
+/** What a rule does: replace the policy, refuse, or let through unlimited. */
+export type RuleKind = 'override' | 'deny' | 'allow';
+
+/** A rule, as `Rules.list()` yields it and as a decision by a rule carries it. */
+export interface Rule {
+  kind: RuleKind;
+  /** An exact key, or an IPv4 / IPv6 address or CIDR range ('203.0.113.0/24', '2001:db8::/32'). */
+  pattern: string;
+  /** Only this counter (a route, or an adapter's `scope`); absent for every counter. */
+  scope?: string;
+  /** An override's policies: each a string policy as given ('1000/1m'), or an object policy's JSON. */
+  policy?: string[];
+  /** When the rule lapses, epoch ms on the store's clock; absent when it does not. */
+  expiresAt?: number;
+  /** Why it was set, for the operator who reads it later. */
+  reason?: string;
+  /** Set by a limiter's `ban`: a deny rule written after repeated denials. */
+  ban?: true;
+}
 
 export const KINDS: readonly RuleKind[] = ['override', 'deny', 'allow'];
 const RULE_OPTIONS = ['scope', 'ttl', 'reason'];

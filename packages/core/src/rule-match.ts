@@ -17,37 +17,11 @@
 // A rule whose expiresAt (the store's clock) has passed is not matched, though it is still held until
 // the store's sweep of lapsed rules drops it (lua/rules.lua).
 import { type Address, parseAddress, v4Number } from './address.js';
+import type { Rule, RuleKind } from './rule-entry.js';
+import { dropFromSlot, emptySlot, newSlot, putInSlot, type Slot, slotRules } from './rule-slot.js';
 import { Trie } from './rule-trie.js';
 
-/** What a rule does: replace the policy, refuse, or let through unlimited. */
-export type RuleKind = 'override' | 'deny' | 'allow';
-
-/** A rule, as `Rules.list()` yields it and as a decision by a rule carries it. */
-export interface Rule {
-  kind: RuleKind;
-  /** An exact key, or an IPv4 / IPv6 address or CIDR range ('203.0.113.0/24', '2001:db8::/32'). */
-  pattern: string;
-  /** Only this counter (a route, or an adapter's `scope`); absent for every counter. */
-  scope?: string;
-  /** An override's policies: each a string policy as given ('1000/1m'), or an object policy's JSON. */
-  policy?: string[];
-  /** When the rule lapses, epoch ms on the store's clock; absent when it does not. */
-  expiresAt?: number;
-  /** Why it was set, for the operator who reads it later. */
-  reason?: string;
-  /** Set by a limiter's `ban`: a deny rule written after repeated denials. */
-  ban?: true;
-}
-
-/** One pattern's rules, a kind each at most (per scope). */
-interface Slot {
-  deny?: Rule;
-  allow?: Rule;
-  override?: Rule;
-}
-
-const newSlot = (): Slot => ({});
-const emptySlot = (slot: Slot): boolean => slot.deny === undefined && slot.allow === undefined && slot.override === undefined;
+export type { Rule, RuleKind } from './rule-entry.js';
 
 /** The rules of one scope. */
 class ScopeRules {
@@ -65,7 +39,7 @@ const SEEN_KEYS = 65_536;
 const live = (rule: Rule | undefined, now: number): rule is Rule =>
   rule !== undefined && (rule.expiresAt === undefined || rule.expiresAt > now);
 
-/** The rules a process holds, matched per request; rules.ts puts and drops them as the store's change. */
+/** The rules a process holds, matched per request; rule-copy.ts puts and drops them as the store's rules change. */
 export class RuleSet {
   private readonly scopes = new Map<string, ScopeRules>();
   /** The rule (or null: none) of keys matched lately on themselves alone (match()); emptied by every change. */
@@ -107,11 +81,10 @@ export class RuleSet {
       slot = trie.slot(a.words, a.bits, newSlot);
       if (trie.slots.length === slots && emptySlot(slot)) trie.empty--;
     }
-    if (slot[rule.kind] === undefined) {
+    if (putInSlot(slot, rule)) {
       scope.size++;
       this.size++;
     }
-    slot[rule.kind] = rule;
     if (rule.expiresAt !== undefined && rule.expiresAt < this.nextExpiry) this.nextExpiry = rule.expiresAt;
     this.seen.clear();
   }
@@ -124,9 +97,7 @@ export class RuleSet {
     const a = parseAddress(pattern);
     const trie = a === undefined ? undefined : a.v6 ? rules.v6 : rules.v4;
     const slot = a === undefined ? rules.exact.get(pattern) : trie?.slot(a.words, a.bits);
-    // Two spellings of one address ('10.0.0.1', '10.0.0.1/32') share a slot: the later one written holds it.
-    if (slot?.[kind]?.pattern !== pattern) return;
-    slot[kind] = undefined;
+    if (slot === undefined || !dropFromSlot(slot, kind, pattern)) return;
     rules.size--;
     this.size--;
     this.seen.clear();
@@ -154,11 +125,7 @@ export class RuleSet {
   *rules(): IterableIterator<Rule> {
     for (const scope of this.scopes.values()) {
       for (const slots of [scope.exact.values(), scope.v4?.slots ?? [], scope.v6?.slots ?? []]) {
-        for (const slot of slots) {
-          if (slot.deny) yield slot.deny;
-          if (slot.allow) yield slot.allow;
-          if (slot.override) yield slot.override;
-        }
+        for (const slot of slots) yield* slotRules(slot);
       }
     }
   }

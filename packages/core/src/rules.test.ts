@@ -75,6 +75,59 @@ describe('RuleSet matching', () => {
     );
   });
 
+  it('a RuleSet changed a rule at a time matches as one built from the rules it ends with', () => {
+    const patterns = ['k1', 'k2', '10.0.0.0/8', '10.1.0.0/16', '10.1.2.3', '::ffff:10.1.2.3', '2001:db8::/32', '2001:db8:1::/48'];
+    const op = fc.record({
+      put: fc.boolean(),
+      kind: fc.constantFrom<Rule['kind']>('deny', 'allow', 'override'),
+      scope: fc.constantFrom(undefined, 'POST /login'),
+      pattern: fc.constantFrom(...patterns),
+      n: fc.nat(9),
+    });
+    const probes = ['k1', 'k2', '10.9.9.9', '10.1.9.9', '10.1.2.3', '2001:db8:9::1', '2001:db8:1::1', '192.0.2.1'];
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const set = new RuleSet();
+        // The rules as the store holds them, one per kind, scope and spelling of a pattern.
+        const held = new Map<string, Rule>();
+        for (const { put, kind, scope, pattern, n } of ops) {
+          const id = JSON.stringify([kind, scope ?? '', pattern]);
+          if (put) {
+            const rule: Rule = { kind, pattern, ...(scope ? { scope } : {}), ...(kind === 'override' ? { policy: [`${n}/s`] } : {}) };
+            set.put(rule);
+            held.delete(id);
+            held.set(id, rule);
+          } else {
+            set.drop(kind, scope, pattern);
+            held.delete(id);
+          }
+        }
+        // Rules put in the order they were last written: of two spellings of one address, the later is matched.
+        const fresh = new RuleSet(held.values());
+        expect(set.size).toBe(fresh.size);
+        for (const key of probes)
+          for (const scope of [undefined, 'POST /login'])
+            expect(set.match(key, scope, undefined, 0)).toEqual(fresh.match(key, scope, undefined, 0));
+      }),
+    );
+  });
+
+  it('a RuleSet whose ranges come and go keeps a trie the size of the ranges it holds', () => {
+    const set = new RuleSet();
+    const range = (i: number) => `10.${(i >> 8) & 255}.${i & 255}.0/24`;
+    for (let i = 0; i < 20_000; i++) {
+      set.put({ kind: 'deny', pattern: range(i), ban: true });
+      if (i >= 10) set.drop('deny', undefined, range(i - 10));
+    }
+    expect(set.size).toBe(10);
+    expect([...set.rules()].map((r) => r.pattern)).toEqual(Array.from({ length: 10 }, (_, j) => range(19_990 + j)));
+    expect(set.match('10.78.30.7', undefined, undefined, 0)?.pattern).toBe(range(19_998));
+    expect(set.match('10.78.20.7', undefined, undefined, 0)).toBeUndefined();
+    // The trie was built afresh as its slots emptied: far fewer than the 20,000 ranges it saw.
+    const slots = (set as unknown as { scopes: Map<string, { v4: { slots: unknown[] } }> }).scopes.get('')?.v4.slots.length;
+    expect(slots).toBeLessThan(3000);
+  });
+
   it('reads addresses and ranges, and refuses what is neither', () => {
     expect(parseAddress('203.0.113.7/24')).toEqual({ v6: false, words: [0xcb007100], bits: 24 });
     expect(parseAddress('::ffff:10.0.0.0/104')).toEqual({ v6: false, words: [0x0a000000], bits: 8 });

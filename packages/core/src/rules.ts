@@ -14,11 +14,12 @@ import type { LimiterEvent } from './limiter-options.js';
 import { checkNames, isFunction, ownCopy } from './options.js';
 import { type PolicyInput, parsePolicies } from './policy.js';
 import { createRuleCopy, timed } from './rule-copy.js';
+import type { Rule, RuleKind } from './rule-entry.js';
 import { checkPattern, checkRuleOptions, checkScope, decodeRule, identity, KINDS } from './rule-entry.js';
-import type { Rule, RuleKind, RuleSet } from './rule-match.js';
+import type { RuleSet } from './rule-match.js';
 import type { RuleStore, Store } from './store.js';
 
-export type { Rule, RuleKind } from './rule-match.js';
+export type { Rule, RuleKind } from './rule-entry.js';
 
 /** Options of createRules(). */
 export interface RulesOptions {
