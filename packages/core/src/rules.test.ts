@@ -8,6 +8,21 @@ import { createRules, RULES, type RulesInside } from './rules.js';
 
 const inside = (rules: object): RulesInside => (rules as { [RULES]: RulesInside })[RULES];
 
+/** Counts the rules every call of `part` hands out (`entries` of a reply), whatever the calls are named. */
+function countReads(part: object): { entries: number } {
+  const read = { entries: 0 };
+  const methods = part as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(methods)) {
+    if (typeof fn !== 'function') continue;
+    methods[name] = async (...args: unknown[]) => {
+      const reply = (await fn.apply(part, args)) as { entries?: unknown[] } | undefined;
+      if (Array.isArray(reply?.entries)) read.entries += reply.entries.length;
+      return reply;
+    };
+  }
+  return read;
+}
+
 describe('RuleSet matching', () => {
   const deny = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'deny', pattern, ...extra });
   const allow = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'allow', pattern, ...extra });
@@ -261,6 +276,34 @@ describe('createRules on the memory store', () => {
     expect((await limiter.consume('abuser')).source).toBe('store');
     await limiter.close();
     await rules.close();
+  });
+
+  it('10,000 rule writes, 500 in flight, are read back at the cost of the writes, not of the rules stored, and held by another copy within refresh', async () => {
+    const store = memoryStore();
+    const read = countReads(store.rules as NonNullable<typeof store.rules>);
+    const rules = createRules({ store });
+    const other = createRules({ store, refresh: 100 });
+    await inside(other).ready;
+    let next = 0;
+    let written = 0;
+    let tooDear: string | undefined;
+    const worker = async () => {
+      while (next < 10_000 && tooDear === undefined) {
+        await rules.deny(`w:${next++}`);
+        written++;
+        // What the copies read: each write once per copy, with room for the writes still in flight.
+        if (read.entries > 4 * written + 2000) tooDear = `${read.entries} rules read for ${written} written`;
+      }
+    };
+    await Promise.all(Array.from({ length: 500 }, worker));
+    expect(tooDear).toBeUndefined();
+    const last = Date.now();
+    while (inside(other).current().size < 10_000 && Date.now() - last < 5000) await new Promise((r) => setTimeout(r, 10));
+    expect(inside(other).current().size).toBe(10_000);
+    expect(Date.now() - last).toBeLessThanOrEqual(100 + 1000);
+    expect(inside(rules).current().match('w:9999', undefined, undefined, 0)?.kind).toBe('deny');
+    await rules.close();
+    await other.close();
   });
 
   it('keeps the last known rules when a refresh fails, and reports it', async () => {
