@@ -172,6 +172,38 @@ describe('createRules on the memory store', () => {
     await rules.close();
   });
 
+  it('a limiter refuses rules of another prefix at construction, naming both prefixes', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    expect(() => createLimiter({ policy: '1/s', store, prefix: 'app', rules })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_OPTION',
+        message: 'rules must be of the limiter\'s prefix "app", got rules of prefix "sluice": give createRules({ store, prefix: "app" })',
+      }),
+    );
+    const own = createRules({ store, prefix: 'app' });
+    await createLimiter({ policy: '1/s', store, prefix: 'app', rules: own }).close();
+    await createLimiter({ policy: '1/s', store, rules }).close();
+    await rules.close();
+    await own.close();
+  });
+
+  it('a limiter holding rules marks their prefix seen in the store at its refreshes; rules no limiter holds do not', async () => {
+    const store = memoryStore();
+    const rs = store.rules as NonNullable<typeof store.rules>;
+    const held = createRules({ store, prefix: 'app', refresh: 20 });
+    const alone = createRules({ store, prefix: 'other', refresh: 20 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect([await rs.seen('app'), await rs.seen('other')]).toEqual([false, false]);
+    const limiter = createLimiter({ policy: '1/s', store, prefix: 'app', rules: held });
+    const since = Date.now();
+    while (!(await rs.seen('app')) && Date.now() - since < 2000) await new Promise((r) => setTimeout(r, 10));
+    expect([await rs.seen('app'), await rs.seen('other')]).toEqual([true, false]);
+    await limiter.close();
+    await held.close();
+    await alone.close();
+  });
+
   it('denies, allows, overrides and removes in this process, with source rule', async () => {
     const store = memoryStore();
     const rules = createRules({ store });
