@@ -48,6 +48,8 @@ export function createRuleCopy(
   let version = -1;
   let offset = 0;
   let attached = false;
+  /** A periodic refresh of an attached copy came: the next read marks the prefix seen. */
+  let markDue = false;
   /** The refresh under way, and the one that starts after it (writers share it). */
   let running: Promise<void> | undefined;
   let next: Promise<void> | undefined;
@@ -78,7 +80,9 @@ export function createRuleCopy(
       }
     }
   };
-  const read = async (mark: boolean): Promise<void> => {
+  const read = async (): Promise<void> => {
+    const mark = markDue;
+    markDue = false;
     try {
       const changes = await timed(store.changes(prefix, version, mark ? markMs : 0), deadlineMs);
       offset = changes.now - Date.now();
@@ -90,24 +94,27 @@ export function createRuleCopy(
       emit({ type: 'rule-error', error: error instanceof Error ? error : new Error(String(error)) });
     }
   };
-  const refresh = (mark: boolean): Promise<void> => {
-    running ??= read(mark).finally(() => {
+  const refresh = (): Promise<void> => {
+    running ??= read().finally(() => {
       running = undefined;
     });
     return running;
   };
   /** A refresh that starts after this call: the one under way may have read before the caller's write landed. */
   const after = (): Promise<void> => {
-    if (running === undefined) return refresh(false);
+    if (running === undefined) return refresh();
     next ??= running.then(() => {
       next = undefined;
-      return refresh(false);
+      return refresh();
     });
     return next;
   };
 
-  const ready = refresh(false);
-  const timer = setInterval(() => void refresh(attached), refreshMs);
+  const ready = refresh();
+  const timer = setInterval(() => {
+    markDue ||= attached;
+    void refresh();
+  }, refreshMs);
   timer.unref?.();
   return {
     current: () => set,
