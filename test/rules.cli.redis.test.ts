@@ -1,6 +1,7 @@
-// The rules commands of the built `sluice` (pnpm build first) against the Redis an app's limiter uses (issue 27):
-// what the CLI writes is in force in the app's process within refresh + 500 ms; `rules list` and `inspect`
-// show it; `rules remove` lifts it; a bad pattern exits 2 and writes nothing.
+// The rules commands of the built `sluice` (pnpm build first) against the Redis an app's limiter uses: what
+// the CLI writes is in force in the app's process within refresh + 500 ms; `rules list` and `inspect` show
+// it; `rules remove` lifts it; a bad pattern exits 2 and writes nothing; a command names the prefix it
+// wrote to, and says so when no limiter of that prefix reads rules from the store.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, createRules, type Decision, type Rule, redisStore } from '@sluice/core';
@@ -116,6 +117,43 @@ describe('sluice override / deny / allow / rules (the built command) against the
         () => limiter.peek('customer:42'),
         (d) => d.limit === 2,
       );
+    } finally {
+      await limiter.close();
+      await rules.close();
+    }
+  });
+
+  it('a rule command names the prefix it wrote to, and says so when no limiter reading that prefix is seen in the store', async () => {
+    const prefix = uniquePrefix();
+    const unread = /^sluice: no limiter reading the rules of prefix "(.+)" has been seen in this store lately: .*--prefix/;
+    // The app's limiter uses its own prefix; the operator forgets --prefix: the rule lands under 'sluice'.
+    let run = await sluice(['deny', 'add', '127.0.0.1'], server.url);
+    expect(run).toMatchObject({ status: 0, stdout: 'deny "127.0.0.1" (prefix "sluice")\n' });
+    expect(unread.exec(run.stderr)?.[1]).toBe('sluice');
+    run = await sluice(['deny', 'add', '127.0.0.1', '--prefix', prefix], server.url);
+    expect(run).toMatchObject({ status: 0, stdout: `deny "127.0.0.1" (prefix "${prefix}")\n` });
+    expect(unread.exec(run.stderr)?.[1]).toBe(prefix);
+    // `inspect` runs a limiter with the prefix's rules for a moment: it is not an app's, and marks nothing.
+    run = await sluice(['inspect', '127.0.0.1', '--policy', '2/1h', '--prefix', prefix], server.url);
+    expect(run.status).toBe(0);
+    expect(await client.exists(`${prefix}:{#rules}:seen`)).toBe(0);
+
+    // Once a limiter reads the prefix's rules, it is seen (marked at each of its refreshes).
+    const store = redisStore({ client });
+    const rules = createRules({ store, prefix, refresh: 200 });
+    const limiter = createLimiter({ policy: '2/1h', store, prefix, rules, timeout: 2000 });
+    try {
+      const since = Date.now();
+      while ((await client.pttl(`${prefix}:{#rules}:seen`)) <= 0 && Date.now() - since < 5000) await sleep(20);
+      for (const args of [
+        ['deny', 'add', '127.0.0.2'],
+        ['rules', 'list'],
+        ['rules', 'remove', 'deny', '127.0.0.2'],
+      ]) {
+        run = await sluice([...args, '--prefix', prefix], server.url);
+        expect([args.join(' '), run.status, run.stderr]).toEqual([args.join(' '), 0, '']);
+      }
+      expect((await limiter.peek('127.0.0.1')).source).toBe('rule');
     } finally {
       await limiter.close();
       await rules.close();

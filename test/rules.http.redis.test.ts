@@ -1,7 +1,7 @@
-// Rules over HTTP (issue 27) in Express, Fastify and Koa, real servers on one real Redis: a request whose client
+// Rules over HTTP in Express, Fastify and Koa, real servers on one real Redis: a request whose client
 // IP or key a deny rule (or a ban) matches answers 403 problem+json (deniedStatusCode), with Retry-After when
 // the rule lapses; an allowed-by-rule request passes unlimited and without rate-limit headers; an override
-// changes the limit the headers show.
+// changes the limit the headers show; rules of another prefix than the middleware's are refused.
 import { createRules, type Rules, redisStore, type Store } from '@sluice/core';
 import Redis from 'ioredis';
 import { type Harness, harnesses, type Running } from './support/http';
@@ -43,6 +43,15 @@ async function start(harness: Harness, app: Record<string, unknown>): Promise<Ru
 }
 
 describe.each(harnesses)('$name', (harness) => {
+  it('rules of another prefix are refused when the middleware is made, naming both prefixes', async () => {
+    const rules = createRules({ store });
+    made.push(rules);
+    await expect(harness.create({ policy: '100/1m', store, prefix: 'app', rules })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_OPTION',
+      message: expect.stringMatching(/prefix "app", got rules of prefix "sluice"/),
+    });
+  });
+
   it('a deny rule on the client IP answers 403 problem+json, with Retry-After while the rule lapses', async () => {
     const prefix = uniquePrefix();
     const rules = rulesFor(prefix);

@@ -164,12 +164,7 @@ async function run(
   try {
     await client.connect();
     if (command.command === 'rules') {
-      const rules = openRules(client, command.prefix);
-      try {
-        await runRules(command, rules, write);
-      } finally {
-        await rules.close();
-      }
+      await runRules(command, client, write);
     } else if (limiter === undefined) {
       throw new Error('no limiter');
     } else if (command.command === 'reset') {
@@ -183,7 +178,7 @@ async function run(
       const ready = new Promise<void>((resolve) => {
         loaded = resolve;
       });
-      const rules = openRules(client, command.prefix, (event) => {
+      const rules = openRules(redisStore({ client }), command.prefix, (event) => {
         if (event.type === 'rule-change' || event.type === 'rule-error') loaded();
       });
       try {

@@ -1,5 +1,5 @@
-// The rules commands (issue 27): an operator changes a limit, blocks a network or lifts a ban, in force on
-// every process that shares the store within its `refresh` (createRules in @sluice/core):
+// The rules commands: an operator changes a limit, blocks a network or lifts a ban, in force on every
+// process that shares the store within its `refresh` (createRules in @sluice/core):
 //   sluice override set KEY POLICY... [--scope S] [--ttl D] [--reason R]
 //   sluice override clear KEY [--scope S]
 //   sluice deny add PATTERN... [--scope S] [--ttl D] [--reason R]
@@ -7,7 +7,10 @@
 //   sluice rules list [--json]
 //   sluice rules remove KIND PATTERN [--scope S]
 // args.ts parses them (parseRulesCommand); main.ts connects and runs them (runRules) under --timeout.
-import { createRules, memoryStore, type PolicyInput, type Rule, type RuleKind, type Rules, redisStore } from '@sluice/core';
+// Each names the prefix it wrote to (or read), and says so on stderr when no limiter reading the rules of
+// that prefix has been seen in the store lately (RuleStore.seen: marked at each of their refreshes, for a
+// minute or 3 refreshes): a rule under a prefix no app reads is in force nowhere.
+import { createRules, memoryStore, type PolicyInput, type Rule, type RuleKind, type Rules, redisStore, type Store } from '@sluice/core';
 import type { Cluster, Redis } from 'ioredis';
 
 /** A rules command, parsed. */
@@ -110,13 +113,37 @@ export function ruleLine(rule: Rule): string {
   return parts.join('  ');
 }
 
-/** Rules on the connected client, for a command; the caller closes them. */
-export function openRules(client: Redis | Cluster, prefix: string, onEvent?: Parameters<typeof createRules>[0]['onEvent']): Rules {
-  return createRules({ store: redisStore({ client }), prefix, ...(onEvent ? { onEvent } : {}) });
+/**
+ * Rules on the connected store, for a command; the caller closes them. A command never waits for a
+ * periodic refresh (a write reads its own back), and must not mark the prefix seen as an app's limiter
+ * does: its refresh is longer than any command runs.
+ */
+export function openRules(store: Store, prefix: string, onEvent?: Parameters<typeof createRules>[0]['onEvent']): Rules {
+  return createRules({ store, prefix, refresh: '1h', ...(onEvent ? { onEvent } : {}) });
 }
 
-/** Runs a rules command on `rules`; writes what it did, one line per change. Rejects as the rules do. */
-export async function runRules(command: RulesCommand, rules: Rules, write: (to: 'out' | 'err', text: string) => void): Promise<void> {
+/** Runs a rules command on the connected client; writes what it did, one line per change. Rejects as the rules do. */
+export async function runRules(
+  command: RulesCommand,
+  client: Redis | Cluster,
+  write: (to: 'out' | 'err', text: string) => void,
+): Promise<void> {
+  const store = redisStore({ client });
+  const rules = openRules(store, command.prefix);
+  try {
+    await runOn(command, rules, write);
+  } finally {
+    await rules.close();
+  }
+  if (!(await store.rules?.seen(command.prefix))) {
+    write(
+      'err',
+      `sluice: no limiter reading the rules of prefix ${JSON.stringify(command.prefix)} has been seen in this store lately: is the app's prefix another? (--prefix)\n`,
+    );
+  }
+}
+
+async function runOn(command: RulesCommand, rules: Rules, write: (to: 'out' | 'err', text: string) => void): Promise<void> {
   const { scope, ttl, reason, prefix } = command;
   const options = {
     ...(scope === undefined ? {} : { scope }),

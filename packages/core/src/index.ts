@@ -20,7 +20,7 @@ export type { Rule, RuleKind, RuleOptions, Rules, RulesOptions } from './rules.j
 export { createRules } from './rules.js';
 export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './shedder.js';
 export { createShedder } from './shedder.js';
-export type { Policy, PolicyState, RuleSnapshot, RuleStore, Store, StoreReply, StoreRequest } from './store.js';
+export type { Policy, PolicyState, RuleChanges, RuleStore, Store, StoreReply, StoreRequest } from './store.js';
 export type { ThrottleOptions } from './throttle.js';
 export { throttle } from './throttle.js';
 export type { WaitOptions } from './wait.js';

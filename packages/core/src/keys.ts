@@ -6,7 +6,7 @@
 //   the store key       one policy's counters: `prefix:{tag}:policyId`;
 //   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`;
 //   the guard key       a store's record of the calls it sent (redis-dispatch.ts): `sluice:call:storeId`.
-//   the rules keys      a prefix's rules and their version (rules.ts): `prefix:{#rules}:set`, `prefix:{#rules}:v`;
+//   the rules keys      a prefix's rules, their version and log (rules.ts): `prefix:{#rules}:set`, `:v`, ...;
 //   the ban key         a counter's recent denials (ban.ts): `prefix:{tag}:ban`.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
@@ -99,13 +99,14 @@ function slotTags(): string[] {
 }
 
 /**
- * A prefix's rules (rules.ts): the version counter (`prefix:{#rules}:v`) and the hash of the rules
- * (`prefix:{#rules}:set`). One hash tag, so one Cluster slot: a write and its version bump are one
- * script call. '#rules' is no caller key's tag (a digest tag is '#' and 27 characters), so no counter
- * shares these keys.
+ * A prefix's rules (rules.ts, lua/rules.lua): the version counter `prefix:{#rules}:v`, the hash of the
+ * rules `:set`, the log of changes `:log`, the expiries `:exp`, the log's floor `:floor` and the mark of
+ * a limiter reading them `:seen`. One hash tag, so one Cluster slot: a write, its version bump and its
+ * log entry are one script call. '#rules' is no caller key's tag (a digest tag is '#' and 27
+ * characters), so no counter shares these keys.
  */
-export function rulesKeys(prefix: string): [version: string, rules: string] {
-  return [`${prefix}:{#rules}:v`, `${prefix}:{#rules}:set`];
+export function rulesKeys(prefix: string): string[] {
+  return ['v', 'set', 'log', 'exp', 'floor', 'seen'].map((name) => `${prefix}:{#rules}:${name}`);
 }
 
 /** The count of a counter's recent denials (a ban's `after`), in the key's hash tag: `prefix:{tag}:ban`. */

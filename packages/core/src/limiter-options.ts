@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { type BanOptions, banSettings } from './ban.js';
 import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
-import { badOption } from './errors.js';
+import { badOption, SluiceError } from './errors.js';
 import { memoryStore } from './memory-store.js';
 import {
   checkNames,
@@ -190,6 +190,14 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   checkNames(options, LIMITER_OPTION_NAMES, 'a limiter option');
   const o = resolve(LIMITER_OPTIONS, options);
   if (o.prefilter && isConcurrent(o.prefilter)) badOption('prefilter', 'a rate policy, not { concurrent }', 'a concurrent policy');
+  // A limiter reads only its own prefix's rules: rules of another would never be in force here.
+  if (o.rules !== undefined && o.rules.prefix !== o.prefix) {
+    const [mine, theirs] = [JSON.stringify(o.prefix), JSON.stringify(o.rules.prefix)];
+    throw new SluiceError(
+      'ERR_SLUICE_OPTION',
+      `rules must be of the limiter's prefix ${mine}, got rules of prefix ${theirs}: give createRules({ store, prefix: ${mine} })`,
+    );
+  }
   // Shards that cannot split a policy, and concurrent policies with shards or a prefilter, are refused
   // where every policy set is made (policy-set.ts), the limiter's own at construction.
   return {

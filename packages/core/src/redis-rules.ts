@@ -1,9 +1,8 @@
 // The rules part of the Redis store (store.ts RuleStore): lua/rules.lua, run by SHA (EVAL on NOSCRIPT)
 // through the one way the store runs scripts on every client it takes (redis-clients.ts ScriptClient:
-// ioredis, node-redis, Cluster, Sentinel). Both keys of a prefix's rules share a hash tag (keys.ts
+// ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (keys.ts
 // rulesKeys), so on a Cluster each call goes to one slot. None of this is on a decision's path: a process
-// reads the version every `refresh`, loads the rules when it moved, and writes when an operator (or a ban)
-// changes one.
+// reads the changes every `refresh` (none, mostly), and writes when an operator (or a ban) changes a rule.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { attempt } from './decide-script.js';
@@ -39,19 +38,21 @@ export function redisRules(client: ScriptClient): RuleStore {
     });
   };
   return {
-    async version(prefix) {
-      const [version, now] = (await run(rulesKeys(prefix), ['v'])) as unknown[];
-      return { version: Number(version), now: Number(now) };
-    },
-    async load(prefix) {
-      const reply = (await run(rulesKeys(prefix), ['l'])) as unknown[];
-      const entries: [string, string][] = [];
-      for (let i = 2; i < reply.length; i += 2) entries.push([text(reply[i]), text(reply[i + 1])]);
-      return { version: Number(reply[0]), now: Number(reply[1]), entries };
+    async changes(prefix, since, markMs) {
+      const reply = (await run(rulesKeys(prefix), ['d', String(since), String(Math.ceil(markMs))])) as unknown[];
+      const entries: [string, string | null][] = [];
+      for (let i = 3; i < reply.length; i += 2) {
+        const value = text(reply[i + 1]);
+        entries.push([text(reply[i]), value === '' ? null : value]);
+      }
+      return { version: Number(reply[0]), now: Number(reply[1]), full: Number(reply[2]) === 1, entries };
     },
     async write(prefix, id, value, ttlMs) {
-      const [existed, , expiresAt] = (await run(rulesKeys(prefix), ['w', id, value ?? '', String(Math.ceil(ttlMs))])) as unknown[];
-      return { existed: Number(existed) === 1, expiresAt: Number(expiresAt) };
+      const [existed, version, expiresAt] = (await run(rulesKeys(prefix), ['w', id, value ?? '', String(Math.ceil(ttlMs))])) as unknown[];
+      return { existed: Number(existed) === 1, expiresAt: Number(expiresAt), version: Number(version) };
+    },
+    async seen(prefix) {
+      return Number(await run(rulesKeys(prefix), ['s'])) > 0;
     },
     async countDenials(key, n, withinMs) {
       return Number(await run([key], ['c', String(n), String(Math.ceil(withinMs))]));

@@ -41,6 +41,7 @@ export function createRuleStage(
     own = made;
     inside = (made as unknown as { [RULES]: RulesInside })[RULES];
   }
+  inside.attach();
   const check = createRuleCheck(inside, setOf);
   const ban = o.ban && createBan(o.ban, inside, o.prefix, (error, key) => emit({ type: 'rule-error', key, error }));
   return {

@@ -1,129 +1,35 @@
-// The rules a process holds, as it matches them on every decision (rules.ts loads them; rule-check.ts
-// asks). Built whole from a snapshot of the store's rules, and replaced whole when they change: nothing
-// here is written while decisions read it.
+// The rules a process holds, as it matches them on every decision (rule-copy.ts keeps it up to date;
+// rule-check.ts asks). Built from a full read of the store's rules, then changed a rule at a time as the
+// store's rules change (put, drop): a change costs the same for 10 rules held as for 100,000. Changes and
+// matches are synchronous, so a match never sees half a change.
 //
 // Matching, per scope (the rules of the call's scope, then the unscoped ones):
 //   - exact keys: one Map per scope, O(1);
-//   - addresses and CIDR ranges: a binary trie per family (32 bits for IPv4, 128 for IPv6; an
-//     IPv4-mapped IPv6 address or range is IPv4), in typed arrays, O(address bits) and in practice the
-//     depth at which a random address leaves the trie (about log2 of the ranges). A trie, not
+//   - addresses and CIDR ranges: a binary trie per family (rule-trie.ts; an IPv4-mapped IPv6 address or
+//     range is IPv4), O(address bits) and in practice about log2 of the ranges. A trie, not
 //     node:net's BlockList: BlockList answers only whether an address is in the list, not which rule
 //     holds it (an override's policy, a rule's expiry and reason), and it checks its ranges one by one
-//     (bench/rules.mjs measures both on 100,000 rules: see bench/RESULTS.md, issue 27).
+//     (bench/rules.mjs measures both on 100,000 rules: see bench/RESULTS.md).
 // A request is matched on its key (exactly, and as an address when it is one, or a range as ipKey
 // writes an IPv6 client: '2001:db8:1:200::/56') and on its client IP when an adapter gives one.
 // Precedence: a deny anywhere, then an allow anywhere, then the most specific override (the call's
 // scope before none; an exact key before an address; a longer range before a shorter one).
 // A rule whose expiresAt (the store's clock) has passed is not matched, though it is still held until
-// the next load drops it.
+// the store's sweep of lapsed rules drops it (lua/rules.lua).
 import { type Address, parseAddress, v4Number } from './address.js';
+import type { Rule, RuleKind } from './rule-entry.js';
+import { dropFromSlot, emptySlot, newSlot, putInSlot, type Slot, slotRules } from './rule-slot.js';
+import { Trie } from './rule-trie.js';
 
-/** What a rule does: replace the policy, refuse, or let through unlimited. */
-export type RuleKind = 'override' | 'deny' | 'allow';
-
-/** A rule, as `Rules.list()` yields it and as a decision by a rule carries it. */
-export interface Rule {
-  kind: RuleKind;
-  /** An exact key, or an IPv4 / IPv6 address or CIDR range ('203.0.113.0/24', '2001:db8::/32'). */
-  pattern: string;
-  /** Only this counter (a route, or an adapter's `scope`); absent for every counter. */
-  scope?: string;
-  /** An override's policies: each a string policy as given ('1000/1m'), or an object policy's JSON. */
-  policy?: string[];
-  /** When the rule lapses, epoch ms on the store's clock; absent when it does not. */
-  expiresAt?: number;
-  /** Why it was set, for the operator who reads it later. */
-  reason?: string;
-  /** Set by a limiter's `ban`: a deny rule written after repeated denials. */
-  ban?: true;
-}
-
-/** One pattern's rules, a kind each at most (per scope). */
-interface Slot {
-  deny?: Rule;
-  allow?: Rule;
-  override?: Rule;
-}
-
-/** A binary trie of ranges over `width` bits, in typed arrays that grow by doubling. */
-class Trie {
-  private zero = new Int32Array(1024);
-  private one = new Int32Array(1024);
-  /** Per node, 1 + the index of its slot in `slots`, or 0. */
-  private at = new Int32Array(1024);
-  private nodes = 1;
-  readonly slots: Slot[] = [];
-
-  /** The slot of a range, made on first use. */
-  slot(words: readonly number[], bits: number): Slot {
-    let node = 0;
-    for (let b = 0; b < bits; b++) {
-      const bit = ((words[b >>> 5] as number) >>> (31 - (b & 31))) & 1;
-      const next = bit === 1 ? this.one : this.zero;
-      let child = next[node] as number;
-      if (child === 0) {
-        child = this.grow();
-        (bit === 1 ? this.one : this.zero)[node] = child;
-      }
-      node = child;
-    }
-    let i = this.at[node] as number;
-    if (i === 0) {
-      this.slots.push({});
-      i = this.slots.length;
-      this.at[node] = i;
-    }
-    return this.slots[i - 1] as Slot;
-  }
-
-  private grow(): number {
-    if (this.nodes === this.zero.length) {
-      const size = this.nodes * 2;
-      const copy = (a: Int32Array) => {
-        const b = new Int32Array(size);
-        b.set(a);
-        return b;
-      };
-      this.zero = copy(this.zero);
-      this.one = copy(this.one);
-      this.at = copy(this.at);
-    }
-    return this.nodes++;
-  }
-
-  /** walk() for an IPv4 address as a number, all 32 bits: the decision path's, with no array made. */
-  walkV4(n: number): void {
-    const { zero, one, at, slots } = this;
-    let node = 0;
-    for (let b = 0; ; b++) {
-      const i = at[node] as number;
-      if (i !== 0) take(slots[i - 1] as Slot, b);
-      if (b === 32) return;
-      node = ((n >>> (31 - b)) & 1) === 1 ? (one[node] as number) : (zero[node] as number);
-      if (node === 0) return;
-    }
-  }
-
-  /** Gives `seen` each slot on the path of `words`, up to `bits` deep, shortest range first. */
-  walk(words: readonly number[], bits: number, seen: (slot: Slot, depth: number) => void): void {
-    const { zero, one, at, slots } = this;
-    let node = 0;
-    for (let b = 0; ; b++) {
-      const i = at[node] as number;
-      if (i !== 0) seen(slots[i - 1] as Slot, b);
-      if (b === bits) return;
-      const bit = ((words[b >>> 5] as number) >>> (31 - (b & 31))) & 1;
-      node = (bit === 1 ? one[node] : zero[node]) as number;
-      if (node === 0) return;
-    }
-  }
-}
+export type { Rule, RuleKind } from './rule-entry.js';
 
 /** The rules of one scope. */
 class ScopeRules {
   readonly exact = new Map<string, Slot>();
-  v4: Trie | undefined;
-  v6: Trie | undefined;
+  v4: Trie<Slot> | undefined;
+  v6: Trie<Slot> | undefined;
+  /** Rules held. */
+  size = 0;
 }
 
 /** Most keys whose rule a RuleSet remembers (match()). */
@@ -133,43 +39,95 @@ const SEEN_KEYS = 65_536;
 const live = (rule: Rule | undefined, now: number): rule is Rule =>
   rule !== undefined && (rule.expiresAt === undefined || rule.expiresAt > now);
 
-/** The rules a process holds, matched per request. Immutable once built. */
+/** The rules a process holds, matched per request; rule-copy.ts puts and drops them as the store's rules change. */
 export class RuleSet {
   private readonly scopes = new Map<string, ScopeRules>();
-  /** The rule (or null: none) of keys matched lately on themselves alone (match()). */
+  /** The rule (or null: none) of keys matched lately on themselves alone (match()); emptied by every change. */
   private readonly seen = new Map<string, Rule | null>();
-  private readonly unscoped: ScopeRules | undefined;
+  private unscoped: ScopeRules | undefined;
   private addresses = false;
-  readonly size: number;
-  /** The earliest expiresAt among the rules, for a refresh that wants to drop it (Infinity: none). */
-  readonly nextExpiry: number;
+  /** Rules held. */
+  size = 0;
+  /**
+   * No rule held lapses before this (store clock, Infinity: none lapses), so the clock need not be read
+   * before then. Lowered as rules come, not raised as they go: at worst the clock is read for nothing.
+   */
+  nextExpiry = Number.POSITIVE_INFINITY;
 
-  constructor(readonly rules: readonly Rule[]) {
-    let next = Number.POSITIVE_INFINITY;
-    for (const rule of rules) {
-      let scope = this.scopes.get(rule.scope ?? '');
-      if (scope === undefined) {
-        scope = new ScopeRules();
-        this.scopes.set(rule.scope ?? '', scope);
-      }
-      const a = parseAddress(rule.pattern);
-      let slot: Slot;
-      if (a === undefined) {
-        slot = scope.exact.get(rule.pattern) ?? {};
-        scope.exact.set(rule.pattern, slot);
-      } else {
-        this.addresses = true;
-        if (a.v6) scope.v6 ??= new Trie();
-        else scope.v4 ??= new Trie();
-        const trie = (a.v6 ? scope.v6 : scope.v4) as Trie;
-        slot = trie.slot(a.words, a.bits);
-      }
-      slot[rule.kind] = rule;
-      if (rule.expiresAt !== undefined && rule.expiresAt < next) next = rule.expiresAt;
+  constructor(rules: Iterable<Rule> = []) {
+    for (const rule of rules) this.put(rule);
+  }
+
+  /** Holds `rule`, in place of the one of its kind, scope and pattern, if any. */
+  put(rule: Rule): void {
+    const name = rule.scope ?? '';
+    let scope = this.scopes.get(name);
+    if (scope === undefined) {
+      scope = new ScopeRules();
+      this.scopes.set(name, scope);
+      if (name === '') this.unscoped = scope;
     }
-    this.unscoped = this.scopes.get('');
-    this.size = rules.length;
-    this.nextExpiry = next;
+    const a = parseAddress(rule.pattern);
+    let slot: Slot;
+    if (a === undefined) {
+      slot = scope.exact.get(rule.pattern) ?? newSlot();
+      scope.exact.set(rule.pattern, slot);
+    } else {
+      this.addresses = true;
+      if (a.v6) scope.v6 ??= new Trie();
+      else scope.v4 ??= new Trie();
+      const trie = (a.v6 ? scope.v6 : scope.v4) as Trie<Slot>;
+      const slots = trie.slots.length;
+      slot = trie.slot(a.words, a.bits, newSlot);
+      if (trie.slots.length === slots && emptySlot(slot)) trie.empty--;
+    }
+    if (putInSlot(slot, rule)) {
+      scope.size++;
+      this.size++;
+    }
+    if (rule.expiresAt !== undefined && rule.expiresAt < this.nextExpiry) this.nextExpiry = rule.expiresAt;
+    this.seen.clear();
+  }
+
+  /** Lets go of the rule of `kind`, `scope` and `pattern`, if it holds one. */
+  drop(kind: RuleKind, scope: string | undefined, pattern: string): void {
+    const name = scope ?? '';
+    const rules = this.scopes.get(name);
+    if (rules === undefined) return;
+    const a = parseAddress(pattern);
+    const trie = a === undefined ? undefined : a.v6 ? rules.v6 : rules.v4;
+    const slot = a === undefined ? rules.exact.get(pattern) : trie?.slot(a.words, a.bits);
+    if (slot === undefined || !dropFromSlot(slot, kind, pattern)) return;
+    rules.size--;
+    this.size--;
+    this.seen.clear();
+    if (!emptySlot(slot)) return;
+    if (rules.size === 0) {
+      this.scopes.delete(name);
+      if (name === '') this.unscoped = undefined;
+    } else if (a === undefined) {
+      rules.exact.delete(pattern);
+    } else if (trie !== undefined && ++trie.empty > 1024 && trie.empty * 2 > trie.slots.length) {
+      // Mostly empty slots (bans that lapsed): the same rules, in a trie of their own.
+      const fresh = new Trie<Slot>();
+      for (const held of trie.slots) {
+        if (emptySlot(held)) continue;
+        const rule = (held.deny ?? held.allow ?? held.override) as Rule;
+        const at = parseAddress(rule.pattern) as Address;
+        Object.assign(fresh.slot(at.words, at.bits, newSlot), held);
+      }
+      if (a.v6) rules.v6 = fresh;
+      else rules.v4 = fresh;
+    }
+  }
+
+  /** Every rule held. */
+  *rules(): IterableIterator<Rule> {
+    for (const scope of this.scopes.values()) {
+      for (const slots of [scope.exact.values(), scope.v4?.slots ?? [], scope.v6?.slots ?? []]) {
+        for (const slot of slots) yield* slotRules(slot);
+      }
+    }
   }
 
   /**
@@ -178,9 +136,9 @@ export class RuleSet {
    */
   match(key: string, scope: string | undefined, ip: string | undefined, now: number | (() => number)): Rule | undefined {
     if (this.size === 0) return undefined;
-    // A key matched on itself alone (no other IP, no rules of its scope) is looked up once per rule set: its
-    // rule, or none, holds until the set is replaced, for within a set rules only lapse. A rule found that
-    // has lapsed since is looked up again (what stood behind it may be in force).
+    // A key matched on itself alone (no other IP, no rules of its scope) is looked up once: its rule, or
+    // none, holds until the rules change (put and drop forget every key), for meanwhile rules only lapse.
+    // A rule found that has lapsed since is looked up again (what stood behind it may be in force).
     const plain = (ip === undefined || ip === key) && (scope === undefined || !this.scopes.has(scope));
     if (plain) {
       const known = this.seen.get(key);
@@ -250,8 +208,8 @@ function look(
   const exact = rules.exact.get(key);
   if (exact !== undefined) take(exact, Number.POSITIVE_INFINITY);
   const { v4 } = rules;
-  if (keyV4 >= 0) v4?.walkV4(keyV4);
+  if (keyV4 >= 0) v4?.walkV4(keyV4, take);
   else if (keyAddress !== undefined) (keyAddress.v6 ? rules.v6 : v4)?.walk(keyAddress.words, keyAddress.bits, take);
-  if (ipV4 >= 0) v4?.walkV4(ipV4);
+  if (ipV4 >= 0) v4?.walkV4(ipV4, take);
   else if (ipAddress !== undefined) (ipAddress.v6 ? rules.v6 : v4)?.walk(ipAddress.words, ipAddress.bits, take);
 }

@@ -8,6 +8,21 @@ import { createRules, RULES, type RulesInside } from './rules.js';
 
 const inside = (rules: object): RulesInside => (rules as { [RULES]: RulesInside })[RULES];
 
+/** Counts the rules every call of `part` hands out (`entries` of a reply), whatever the calls are named. */
+function countReads(part: object): { entries: number } {
+  const read = { entries: 0 };
+  const methods = part as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(methods)) {
+    if (typeof fn !== 'function') continue;
+    methods[name] = async (...args: unknown[]) => {
+      const reply = (await fn.apply(part, args)) as { entries?: unknown[] } | undefined;
+      if (Array.isArray(reply?.entries)) read.entries += reply.entries.length;
+      return reply;
+    };
+  }
+  return read;
+}
+
 describe('RuleSet matching', () => {
   const deny = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'deny', pattern, ...extra });
   const allow = (pattern: string, extra: Partial<Rule> = {}): Rule => ({ kind: 'allow', pattern, ...extra });
@@ -45,7 +60,7 @@ describe('RuleSet matching', () => {
     ]);
     expect(set.match('10.1.2.3', undefined, undefined, 0)?.kind).toBe('deny');
     expect(set.match('10.9.9.9', undefined, undefined, 0)?.kind).toBe('allow');
-    const overrides = new RuleSet(set.rules.filter((r) => r.kind === 'override'));
+    const overrides = new RuleSet([...set.rules()].filter((r) => r.kind === 'override'));
     expect(overrides.match('10.9.9.9', undefined, undefined, 0)?.policy).toEqual(['1/s']);
     expect(overrides.match('10.2.9.9', undefined, undefined, 0)?.policy).toEqual(['2/s']);
     expect(overrides.match('10.2.3.4', undefined, undefined, 0)?.policy).toEqual(['3/s']);
@@ -75,6 +90,59 @@ describe('RuleSet matching', () => {
     );
   });
 
+  it('a RuleSet changed a rule at a time matches as one built from the rules it ends with', () => {
+    const patterns = ['k1', 'k2', '10.0.0.0/8', '10.1.0.0/16', '10.1.2.3', '::ffff:10.1.2.3', '2001:db8::/32', '2001:db8:1::/48'];
+    const op = fc.record({
+      put: fc.boolean(),
+      kind: fc.constantFrom<Rule['kind']>('deny', 'allow', 'override'),
+      scope: fc.constantFrom(undefined, 'POST /login'),
+      pattern: fc.constantFrom(...patterns),
+      n: fc.nat(9),
+    });
+    const probes = ['k1', 'k2', '10.9.9.9', '10.1.9.9', '10.1.2.3', '2001:db8:9::1', '2001:db8:1::1', '192.0.2.1'];
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const set = new RuleSet();
+        // The rules as the store holds them, one per kind, scope and spelling of a pattern.
+        const held = new Map<string, Rule>();
+        for (const { put, kind, scope, pattern, n } of ops) {
+          const id = JSON.stringify([kind, scope ?? '', pattern]);
+          if (put) {
+            const rule: Rule = { kind, pattern, ...(scope ? { scope } : {}), ...(kind === 'override' ? { policy: [`${n}/s`] } : {}) };
+            set.put(rule);
+            held.delete(id);
+            held.set(id, rule);
+          } else {
+            set.drop(kind, scope, pattern);
+            held.delete(id);
+          }
+        }
+        // Rules put in the order they were last written: of two spellings of one address, the later is matched.
+        const fresh = new RuleSet(held.values());
+        expect(set.size).toBe(fresh.size);
+        for (const key of probes)
+          for (const scope of [undefined, 'POST /login'])
+            expect(set.match(key, scope, undefined, 0)).toEqual(fresh.match(key, scope, undefined, 0));
+      }),
+    );
+  });
+
+  it('a RuleSet whose ranges come and go keeps a trie the size of the ranges it holds', () => {
+    const set = new RuleSet();
+    const range = (i: number) => `10.${(i >> 8) & 255}.${i & 255}.0/24`;
+    for (let i = 0; i < 20_000; i++) {
+      set.put({ kind: 'deny', pattern: range(i), ban: true });
+      if (i >= 10) set.drop('deny', undefined, range(i - 10));
+    }
+    expect(set.size).toBe(10);
+    expect([...set.rules()].map((r) => r.pattern)).toEqual(Array.from({ length: 10 }, (_, j) => range(19_990 + j)));
+    expect(set.match('10.78.30.7', undefined, undefined, 0)?.pattern).toBe(range(19_998));
+    expect(set.match('10.78.20.7', undefined, undefined, 0)).toBeUndefined();
+    // The trie was built afresh as its slots emptied: far fewer than the 20,000 ranges it saw.
+    const slots = (set as unknown as { scopes: Map<string, { v4: { slots: unknown[] } }> }).scopes.get('')?.v4.slots.length;
+    expect(slots).toBeLessThan(3000);
+  });
+
   it('reads addresses and ranges, and refuses what is neither', () => {
     expect(parseAddress('203.0.113.7/24')).toEqual({ v6: false, words: [0xcb007100], bits: 24 });
     expect(parseAddress('::ffff:10.0.0.0/104')).toEqual({ v6: false, words: [0x0a000000], bits: 8 });
@@ -102,6 +170,38 @@ describe('createRules on the memory store', () => {
       /ban must be an object with after, within and for/,
     );
     await rules.close();
+  });
+
+  it('a limiter refuses rules of another prefix at construction, naming both prefixes', async () => {
+    const store = memoryStore();
+    const rules = createRules({ store });
+    expect(() => createLimiter({ policy: '1/s', store, prefix: 'app', rules })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_OPTION',
+        message: 'rules must be of the limiter\'s prefix "app", got rules of prefix "sluice": give createRules({ store, prefix: "app" })',
+      }),
+    );
+    const own = createRules({ store, prefix: 'app' });
+    await createLimiter({ policy: '1/s', store, prefix: 'app', rules: own }).close();
+    await createLimiter({ policy: '1/s', store, rules }).close();
+    await rules.close();
+    await own.close();
+  });
+
+  it('a limiter holding rules marks their prefix seen in the store at its refreshes; rules no limiter holds do not', async () => {
+    const store = memoryStore();
+    const rs = store.rules as NonNullable<typeof store.rules>;
+    const held = createRules({ store, prefix: 'app', refresh: 20 });
+    const alone = createRules({ store, prefix: 'other', refresh: 20 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect([await rs.seen('app'), await rs.seen('other')]).toEqual([false, false]);
+    const limiter = createLimiter({ policy: '1/s', store, prefix: 'app', rules: held });
+    const since = Date.now();
+    while (!(await rs.seen('app')) && Date.now() - since < 2000) await new Promise((r) => setTimeout(r, 10));
+    expect([await rs.seen('app'), await rs.seen('other')]).toEqual([true, false]);
+    await limiter.close();
+    await held.close();
+    await alone.close();
   });
 
   it('denies, allows, overrides and removes in this process, with source rule', async () => {
@@ -210,18 +310,46 @@ describe('createRules on the memory store', () => {
     await rules.close();
   });
 
+  it('10,000 rule writes, 500 in flight, are read back at the cost of the writes, not of the rules stored, and held by another copy within refresh', async () => {
+    const store = memoryStore();
+    const read = countReads(store.rules as NonNullable<typeof store.rules>);
+    const rules = createRules({ store });
+    const other = createRules({ store, refresh: 100 });
+    await inside(other).ready;
+    let next = 0;
+    let written = 0;
+    let tooDear: string | undefined;
+    const worker = async () => {
+      while (next < 10_000 && tooDear === undefined) {
+        await rules.deny(`w:${next++}`);
+        written++;
+        // What the copies read: each write once per copy, with room for the writes still in flight.
+        if (read.entries > 4 * written + 2000) tooDear = `${read.entries} rules read for ${written} written`;
+      }
+    };
+    await Promise.all(Array.from({ length: 500 }, worker));
+    expect(tooDear).toBeUndefined();
+    const last = Date.now();
+    while (inside(other).current().size < 10_000 && Date.now() - last < 5000) await new Promise((r) => setTimeout(r, 10));
+    expect(inside(other).current().size).toBe(10_000);
+    expect(Date.now() - last).toBeLessThanOrEqual(100 + 1000);
+    expect(inside(rules).current().match('w:9999', undefined, undefined, 0)?.kind).toBe('deny');
+    await rules.close();
+    await other.close();
+  });
+
   it('keeps the last known rules when a refresh fails, and reports it', async () => {
     const store = memoryStore();
     const events: string[] = [];
     const rules = createRules({ store, refresh: 20, onEvent: (e) => events.push(e.type) });
     await rules.deny('k');
     const rs = store.rules as NonNullable<typeof store.rules>;
-    const version = rs.version;
-    rs.version = () => Promise.reject(new Error('down'));
+    const changes = rs.changes;
+    rs.changes = () => Promise.reject(new Error('down'));
     await new Promise((r) => setTimeout(r, 80));
     expect(events).toContain('rule-error');
     expect(inside(rules).current().match('k', undefined, undefined, Date.now())?.kind).toBe('deny');
-    rs.version = version;
+    rs.changes = changes;
     await rules.close();
   });
 });

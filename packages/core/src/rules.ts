@@ -1,22 +1,11 @@
 // Rules operators change at run time (DESIGN.md "Limits that operators change at run time"): overrides,
 // deny and allow lists, bans. They live in the store (store.ts RuleStore: Redis, or the memory store for
-// one process); each process holds a copy (rule-match.ts RuleSet) that decisions match without a store call.
-//
-// Refresh: every `refresh` (default 1 s) the copy reads the store's version counter and its clock (one small
-// script call, keys.ts rulesKeys); only when the version moved does it load every rule, and build a new
-// RuleSet that replaces the old one whole. So a change is in force on every process within `refresh` plus
-// the reload's round trip, and an idle rule set costs the store one tiny call per process per `refresh`.
-// A failed refresh is a 'rule-error' event; the copy keeps the last rules it knew (a store outage does not
-// lift a block), and the next tick tries again.
-// Expiry: a rule with `ttl` gets its expiresAt from the store's clock when written (lua/rules.lua); each
-// copy knows the store clock's offset from its own (read with every version) and stops matching the rule
-// at that instant, so it lapses everywhere at once without a write. The store deletes lapsed rules when
-// it next loads them.
-// Writes (override, deny, allow, remove, a ban) are one atomic script call that also bumps the version;
-// one that fails rejects with a SluiceError (ERR_SLUICE_STORE): an operator must know the rule did not
-// land. The writer then reloads its own copy at once, so its next decision sees the rule.
+// one process); each process holds a copy (rule-copy.ts) that decisions match without a store call.
+// Writes (override, deny, allow, remove, a ban) are one atomic script call each, whose cost does not
+// depend on the rules stored; one that fails rejects with a SluiceError (ERR_SLUICE_STORE): an operator
+// must know the rule did not land. The writer's copy then takes the write in before the call resolves, so
+// its next decision sees the rule. A limiter takes only rules of its own prefix (limiter-options.ts).
 
-import { parseAddress } from './address.js';
 import type { Duration } from './duration.js';
 import { parseDuration } from './duration.js';
 import { badOption, describe, SluiceError } from './errors.js';
@@ -24,10 +13,13 @@ import { eventsHeard, publish } from './events.js';
 import type { LimiterEvent } from './limiter-options.js';
 import { checkNames, isFunction, ownCopy } from './options.js';
 import { type PolicyInput, parsePolicies } from './policy.js';
-import { type Rule, type RuleKind, RuleSet } from './rule-match.js';
+import { createRuleCopy, timed } from './rule-copy.js';
+import type { Rule, RuleKind } from './rule-entry.js';
+import { checkPattern, checkRuleOptions, checkScope, decodeRule, identity, KINDS } from './rule-entry.js';
+import type { RuleSet } from './rule-match.js';
 import type { RuleStore, Store } from './store.js';
 
-export type { Rule, RuleKind } from './rule-match.js';
+export type { Rule, RuleKind } from './rule-entry.js';
 
 /** Options of createRules(). */
 export interface RulesOptions {
@@ -77,6 +69,8 @@ export interface RulesInside {
   now(): number;
   /** Resolves once the first load finished (or failed). */
   readonly ready: Promise<void>;
+  /** A limiter holds these rules (rule-check.ts): the store hears of it, for `sluice deny add` (rule-copy.ts). */
+  attach(): void;
   /** Writes a ban: a deny rule with `ban: true` that lapses after `forMs`. */
   ban(pattern: string, scope: string | undefined, forMs: number, reason: string): Promise<void>;
 }
@@ -84,9 +78,7 @@ export interface RulesInside {
 /** The key a limiter finds a Rules' inside under. */
 export const RULES = Symbol.for('sluice.rules');
 
-const KINDS: readonly RuleKind[] = ['override', 'deny', 'allow'];
 const PREFIX = /^[!-z|]{1,64}$/;
-const RULE_OPTIONS = ['scope', 'ttl', 'reason'];
 
 /**
  * Rules operators change at run time: per-key overrides, deny and allow lists (keys, addresses, CIDR ranges),
@@ -116,53 +108,9 @@ export function createRules(options: RulesOptions): Rules {
     if (eventsHeard(onEvent)) publish({ prefix, ...event } as LimiterEvent, hooks);
   };
 
-  let set = new RuleSet([]);
-  let version = -1;
-  let offset = 0;
+  const copy = createRuleCopy(rs, prefix, refreshMs, emit);
   let closed = false;
-  /** The refresh under way, so that ticks and writes do not load twice at once. */
-  let refreshing: Promise<void> | undefined;
-
-  // A store call that never answers (a client that queues while a Cluster finds its slots) must not hold
-  // the refreshes, or a write's caller, for ever.
-  // A load reads every rule (100,000 take a few hundred ms of a busy machine): it gets longer.
-  const deadlineMs = Math.max(5000, refreshMs);
-  const loadDeadlineMs = Math.max(60_000, refreshMs);
-  const load = async (): Promise<void> => {
-    const snapshot = await timed(rs.load(prefix), loadDeadlineMs);
-    offset = snapshot.now - Date.now();
-    const rules: Rule[] = [];
-    for (const [id, value] of snapshot.entries) {
-      const rule = decode(id, value);
-      if (rule !== undefined) rules.push(rule);
-    }
-    set = new RuleSet(rules);
-    version = snapshot.version;
-    emit({ type: 'rule-change', version, rules: rules.length });
-  };
-  /** One refresh: the version, and the rules when it moved. `force` loads whatever the version. */
-  const refresh = (force = false): Promise<void> => {
-    if (refreshing !== undefined) return force ? refreshing.then(() => refresh(true)) : refreshing;
-    const run = (async () => {
-      try {
-        if (!force) {
-          const v = await timed(rs.version(prefix), deadlineMs);
-          offset = v.now - Date.now();
-          if (v.version === version) return;
-        }
-        await load();
-      } catch (error) {
-        emit({ type: 'rule-error', error: error instanceof Error ? error : new Error(String(error)) });
-      } finally {
-        refreshing = undefined;
-      }
-    })();
-    refreshing = run;
-    return run;
-  };
-  const ready = refresh(true);
-  const timer = setInterval(() => void refresh(), refreshMs);
-  timer.unref?.();
+  const writeDeadlineMs = Math.max(5000, refreshMs);
 
   const write = async (
     kind: RuleKind,
@@ -172,9 +120,9 @@ export function createRules(options: RulesOptions): Rules {
     ttlMs: number,
   ): Promise<boolean> => {
     if (closed) throw new SluiceError('ERR_SLUICE_CLOSED', 'these rules are closed: make a new createRules()');
-    let result: { existed: boolean };
+    let result: { existed: boolean; version: number };
     try {
-      result = await timed(rs.write(prefix, identity(kind, scope, pattern), value, ttlMs), deadlineMs);
+      result = await timed(rs.write(prefix, identity(kind, scope, pattern), value, ttlMs), writeDeadlineMs);
     } catch (error) {
       throw new SluiceError(
         'ERR_SLUICE_STORE',
@@ -184,7 +132,7 @@ export function createRules(options: RulesOptions): Rules {
         },
       );
     }
-    await refresh(true);
+    await copy.reach(result.version);
     return result.existed;
   };
 
@@ -203,9 +151,10 @@ export function createRules(options: RulesOptions): Rules {
   const inside: RulesInside = {
     prefix,
     store: rs,
-    current: () => set,
-    now: () => Date.now() + offset,
-    ready,
+    current: copy.current,
+    now: copy.now,
+    ready: copy.ready,
+    attach: copy.attach,
     async ban(pattern, scope, forMs, reason) {
       await write('deny', pattern, scope, JSON.stringify({ ban: true, reason }), forMs);
     },
@@ -241,16 +190,16 @@ export function createRules(options: RulesOptions): Rules {
       if (kind !== undefined && !KINDS.includes(kind)) badOption('kind', "'override', 'deny' or 'allow'", kind);
       return {
         async *[Symbol.asyncIterator]() {
-          let snapshot: Awaited<ReturnType<RuleStore['load']>>;
+          let snapshot: Awaited<ReturnType<RuleStore['changes']>>;
           try {
-            snapshot = await timed(rs.load(prefix), loadDeadlineMs);
+            snapshot = await timed(rs.changes(prefix, -1, 0), Math.max(60_000, refreshMs));
           } catch (error) {
             throw new SluiceError('ERR_SLUICE_STORE', `the rules could not be read: the store failed (${errorText(error)})`, {
               cause: error,
             });
           }
           for (const [id, value] of snapshot.entries) {
-            const rule = decode(id, value);
+            const rule = value === null ? undefined : decodeRule(id, value);
             if (rule !== undefined && (kind === undefined || rule.kind === kind)) yield rule;
           }
         },
@@ -258,21 +207,11 @@ export function createRules(options: RulesOptions): Rules {
     },
     async close() {
       closed = true;
-      clearInterval(timer);
-      await refreshing;
+      await copy.close();
     },
   };
   Object.defineProperty(rules, RULES, { value: inside });
   return rules;
-}
-
-/** `call`, or a rejection once `ms` passed without its answer. */
-function timed<T>(call: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 /** The inside of a Rules for a limiter's `rules` option; refuses anything else. */
@@ -282,67 +221,8 @@ export function rulesInside(value: unknown, name: string): RulesInside {
   return inside;
 }
 
-/** A rule's identity in the store: its kind, scope and pattern, as a JSON array (no pattern can spell another's). */
-function identity(kind: RuleKind, scope: string | undefined, pattern: string): string {
-  return JSON.stringify([kind, scope ?? '', pattern]);
-}
-
-/** A stored rule, or undefined for one this version cannot read (written by a later one). */
-function decode(id: string, value: string): Rule | undefined {
-  try {
-    const [kind, scope, pattern] = JSON.parse(id) as [RuleKind, string, string];
-    const bar = value.indexOf('|');
-    const expiresAt = Number(value.slice(0, bar));
-    const rest = JSON.parse(value.slice(bar + 1)) as { policy?: string[]; reason?: string; ban?: true };
-    if (!KINDS.includes(kind) || typeof pattern !== 'string') return undefined;
-    const rule: Rule = { kind, pattern };
-    if (scope !== '') rule.scope = scope;
-    if (Array.isArray(rest.policy)) rule.policy = rest.policy;
-    if (expiresAt > 0) rule.expiresAt = expiresAt;
-    if (typeof rest.reason === 'string') rule.reason = rest.reason;
-    if (rest.ban === true) rule.ban = true;
-    return rule;
-  } catch {
-    return undefined;
-  }
-}
-
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : describe(error));
-
-/** Looks like an IPv4 or IPv6 address or range (a typo in one must not become an exact key that never matches). */
-const looksLikeAddress = (p: string): boolean =>
-  /^\d{1,3}(\.\d{1,3}){3}(\/.*)?$/.test(p) || (/^[\da-f:.%]+(\/.*)?$/i.test(p) && p.split(':').length > 2);
-
-/** A pattern: a non-empty string; one that looks like an address or a range must be a valid one. */
-function checkPattern(pattern: unknown, name: string): asserts pattern is string {
-  if (typeof pattern !== 'string' || pattern === '') badOption(name, 'a non-empty string: a key, an address or a CIDR range', pattern);
-  if (pattern.length > 1024) badOption(name, 'at most 1024 characters', pattern);
-  if (looksLikeAddress(pattern) && parseAddress(pattern) === undefined) {
-    badOption(name, "a key, an IPv4 / IPv6 address, or a CIDR range such as '203.0.113.0/24' or '2001:db8::/32'", pattern);
-  }
-}
-
-function checkScope(scope: unknown): string | undefined {
-  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) badOption('scope', 'a non-empty string', scope);
-  return scope as string | undefined;
-}
 
 function pickScope(ruleOptions: RuleOptions | undefined): { scope?: string } | undefined {
   return ruleOptions?.scope === undefined ? undefined : { scope: ruleOptions.scope };
-}
-
-function checkRuleOptions(ruleOptions: unknown): { scope?: string; ttlMs: number; reason?: string } {
-  if (ruleOptions === undefined) return { ttlMs: 0 };
-  if (ruleOptions === null || typeof ruleOptions !== 'object')
-    badOption('options', 'an object such as { ttl, scope, reason }', ruleOptions);
-  checkNames(ruleOptions, RULE_OPTIONS, 'a rule option');
-  const r = ownCopy(ruleOptions);
-  const out: { scope?: string; ttlMs: number; reason?: string } = { ttlMs: r.ttl === undefined ? 0 : parseDuration(r.ttl, 'ttl') };
-  const scope = checkScope(r.scope);
-  if (scope !== undefined) out.scope = scope;
-  if (r.reason !== undefined) {
-    if (typeof r.reason !== 'string' || r.reason.length > 1024) badOption('reason', 'a string of at most 1024 characters', r.reason);
-    out.reason = r.reason;
-  }
-  return out;
 }

@@ -94,14 +94,16 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** A prefix's rules as a store keeps them: raw entries, each a rule's identity and its stored value. */
-export interface RuleSnapshot {
-  /** Bumped by every write: a copy whose version is this one is up to date. */
+/** What changed in a prefix's rules since a version a copy holds (RuleStore.changes). */
+export interface RuleChanges {
+  /** The version of the rules: a copy that takes these entries in is at this one. Bumped by every write. */
   version: number;
   /** The store's clock when read (epoch ms): every expiresAt is on it. */
   now: number;
-  /** [identity, value] pairs of the rules in force (rules.ts writes and reads both). */
-  entries: [string, string][];
+  /** true: `entries` are every rule in force, and the copy starts afresh; false: the rules changed since. */
+  full: boolean;
+  /** [identity, value] of each rule (rules.ts writes and reads both); value null: removed or lapsed. */
+  entries: [string, string | null][];
 }
 
 /**
@@ -109,16 +111,21 @@ export interface RuleSnapshot {
  * rule set (keys.ts rulesKeys). Times are the store's clock (Redis' TIME; Date.now in memory).
  */
 export interface RuleStore {
-  /** The version of the rules and the store's clock: the one small read a process makes every `refresh`. */
-  version(prefix: string): Promise<{ version: number; now: number }>;
-  /** Every rule in force, with the version they are at. */
-  load(prefix: string): Promise<RuleSnapshot>;
+  /**
+   * The rules changed after version `since` (-1: every rule): the one small call a process makes every
+   * `refresh`, with no entries when nothing changed. Costs the changes, not the rules held, unless the
+   * store's log of changes no longer reaches back to `since` (then every rule, `full`). `markMs` > 0: the
+   * caller is a limiter's copy, and `seen` answers true for that long.
+   */
+  changes(prefix: string, since: number, markMs: number): Promise<RuleChanges>;
   /**
    * Writes (value) or deletes (null) the rule `id`, bumping the version; a rule with `ttlMs` > 0
    * expires then, reckoned on the store's clock. Resolves whether a rule in force was there before,
-   * and the expiry it got (0 for none).
+   * the expiry it got (0 for none) and the version it made. Costs the same however many rules are held.
    */
-  write(prefix: string, id: string, value: string | null, ttlMs: number): Promise<{ existed: boolean; expiresAt: number }>;
+  write(prefix: string, id: string, value: string | null, ttlMs: number): Promise<{ existed: boolean; expiresAt: number; version: number }>;
+  /** Whether a limiter's copy of the prefix's rules marked it lately (`changes` with `markMs`). */
+  seen(prefix: string): Promise<boolean>;
   /** Adds `n` denials to `key`'s count, a window of `withinMs` from its first; resolves the count after it. */
   countDenials(key: string, n: number, withinMs: number): Promise<number>;
 }
