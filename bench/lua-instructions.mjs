@@ -42,7 +42,7 @@ const FUNCTIONS = at < 0 ? undefined : process.argv[at + 1] === 'hoisted' ? 'hoi
 // --script <file>: a variant of the generated script (same protocol) to count instead of the shipped one.
 const SCRIPT = arg('script', '');
 const DECIDE_SCRIPT = SCRIPT ? readFileSync(SCRIPT, 'utf8') : SHIPPED;
-// A spec in ARGV (packages/core/src/protocol.ts): code, limit, window ms, burst, calendar period starts.
+// A spec in ARGV (packages/core/src/store/protocol.ts): code, limit, window ms, burst, calendar period starts.
 const SPEC = ALGORITHM === 'ca' ? ['ca', LIMIT, '86400000', LIMIT, WINDOW] : [ALGORITHM, LIMIT, WINDOW, LIMIT, ''];
 
 /** The library FUNCTION LOAD takes: DECIDE_SCRIPT as the body of one function, or with its definitions hoisted out. */
@@ -104,7 +104,7 @@ try {
   // The script's call guard (lua/decide.lua), and the number of the last call.
   const GUARD = 'b:guard';
   let calls = 0;
-  // One run of BATCH alike decisions (see packages/core/src/protocol.ts): count, op, cost, idTtl, slots,
+  // One run of BATCH alike decisions (see packages/core/src/store/protocol.ts): count, op, cost, idTtl, slots,
   // one policy, spec 1.
   const call = async () => {
     const keys = Array.from({ length: BATCH }, () => `b:{k${n++ % KEYS}}:p`);

@@ -25,7 +25,7 @@ import { BlockList } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createLimiter, createRules, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
-import { RuleSet } from '../packages/core/dist/esm/rule-match.js';
+import { RuleSet } from '../packages/core/dist/esm/rules/match.js';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';

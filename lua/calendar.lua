@@ -3,7 +3,7 @@
 -- code: ca
 -- Contract: calendar(key, now, limit, starts, burst, cost, apply)
 --   starts  the candidate period starts, epoch ms ascending, space-separated: a field of the spec of
---           its own (packages/core/src/protocol.ts), which decide.lua passes in the window's place. Lua
+--           its own (packages/core/src/store/protocol.ts), which decide.lua passes in the window's place. Lua
 --           has no time-zone database, so the app computes them for the zone around its own clock (the
 --           period before its now, its now's and the two after); the period that holds the server's now
 --           counts, so no app clock decides. Beyond them (a clock more than a period off) periods go

@@ -1,6 +1,6 @@
 -- decide: many rate-limit decisions in one call. scripts/gen-lua.mjs prepends prelude.lua and
 -- algorithm(code), which makes the functions of the algorithm with that code (its file's) and returns its
--- step and its adjustment. The layout is packages/core/src/protocol.ts's (its one encoder and decoder):
+-- step and its adjustment. The layout is packages/core/src/store/protocol.ts's (its one encoder and decoder):
 -- KEYS[1]        the call guard of the store that sends the call (see below)
 -- KEYS[2..]      per decision, one per policy, then for a consume with an id (idTtl > 0) the id's record
 -- ARGV[1]        the call's number: the store numbers its calls 1, 2, 3, ...

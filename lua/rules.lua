@@ -1,7 +1,7 @@
--- rules: the store's side of the rules operators change at run time (packages/core/src/redis-rules.ts).
+-- rules: the store's side of the rules operators change at run time (packages/core/src/store/redis/rules.ts).
 -- Not an algorithm: scripts/gen-lua.mjs ships it as a script of its own (RULES_SCRIPT). One script, an op
 -- per call, so that every client the store takes runs it the one way it runs scripts (EVALSHA).
--- KEYS, a prefix's rules, one hash tag (keys.ts rulesKeys), so one slot: Cluster runs each call on one node.
+-- KEYS, a prefix's rules, one hash tag (store/keys.ts rulesKeys), so one slot: Cluster runs each call on one node.
 --   [1] v      the version: bumped by every write
 --   [2] set    hash: field = the rule's identity (kind, scope, pattern as a JSON array),
 --              value = "<expiresAt ms, 0 for none>|<the rest of the rule as JSON>"

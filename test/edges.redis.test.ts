@@ -1,5 +1,5 @@
 // Issue 24, item 6: numbers at their edges. A policy's limit, burst, window and lease, a call's cost and
-// delta are bounded at construction (packages/core/src/policy-bounds.ts says why) to what both stores compute
+// delta are bounded at construction (packages/core/src/policy/bounds.ts says why) to what both stores compute
 // exactly and the RateLimit fields carry (RFC 9651 integers: at most 15 digits). At each bound the memory
 // store and the Lua decide alike and exactly; just past it, construction throws ERR_SLUICE_OPTION naming it.
 import { createLimiter, type Decision, type Limiter, memoryStore, type PolicyInput, rateLimitHeaders, redisStore } from '@sluice/core';

@@ -3,10 +3,10 @@
 // script is told by the NOSCRIPT prefix of the error, not by its wording (Valkey 8 words it otherwise).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { luaSource, runDecide } from '../packages/core/src/decide-script';
 import { DECIDE_SCRIPT, LUA_LINES, RULES_SCRIPT } from '../packages/core/src/lua.generated';
-import type { ScriptClient } from '../packages/core/src/redis-clients';
-import { redisRules } from '../packages/core/src/redis-rules';
+import type { ScriptClient } from '../packages/core/src/store/redis/clients';
+import { redisRules } from '../packages/core/src/store/redis/rules';
+import { luaSource, runDecide } from '../packages/core/src/store/redis/scripts';
 import { undeclaredKeys } from './support/lua-keys';
 
 const LUA = join(__dirname, '..', 'lua');

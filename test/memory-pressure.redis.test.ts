@@ -4,11 +4,11 @@
 // is still refused (exactly once).
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
-import { runDecide } from '../packages/core/src/decide-script';
-import { parsePolicy } from '../packages/core/src/policy';
-import { decodeReply, encodeBatch } from '../packages/core/src/protocol';
-import { scriptClient } from '../packages/core/src/redis-clients';
-import { StoreRefusal, type StoreRequest } from '../packages/core/src/store';
+import { parsePolicy } from '../packages/core/src/policy/policy';
+import { StoreRefusal, type StoreRequest } from '../packages/core/src/store/contract';
+import { decodeReply, encodeBatch } from '../packages/core/src/store/protocol';
+import { scriptClient } from '../packages/core/src/store/redis/clients';
+import { runDecide } from '../packages/core/src/store/redis/scripts';
 import { type RedisServer, startServer, uniquePrefix } from './support/redis';
 
 let server: RedisServer;

@@ -23,7 +23,7 @@ const ROUNDS = Number(arg('rounds', 5));
 const PER_ROUND = Number(arg('keys-per-round', 40_000));
 const KEYS = 10_000;
 const BATCHES = [16, 512];
-// sluice's token bucket spec (packages/core/src/protocol.ts): limit, window (ms) and burst high enough never to deny, no period starts.
+// sluice's token bucket spec (packages/core/src/store/protocol.ts): limit, window (ms) and burst high enough never to deny, no period starts.
 const TB = ['tb', '1000000', '3600000', '1000000', ''];
 
 const redis = await startRedis();

@@ -17,8 +17,8 @@ import {
   type Store,
   type StoreReply,
 } from '@sluice/core';
-import { keyTag, requestKeys } from '../../packages/core/src/keys';
-import { type Policy, parsePolicy } from '../../packages/core/src/policy';
+import { type Policy, parsePolicy } from '../../packages/core/src/policy/policy';
+import { keyTag, requestKeys } from '../../packages/core/src/store/keys';
 import { uniquePrefix } from './redis';
 
 /** One operation of a generated sequence, on one key. */

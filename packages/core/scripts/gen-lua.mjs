@@ -4,7 +4,7 @@
 // without a check, refund, or give a slot back), and its <name>_reserve when it has one (a place in
 // line: limiter.wait), and decide.lua. Each file's text opens with a
 // `-- lua/<file>:1` marker, and LUA_LINES maps every line of the script back to its file and line, so
-// that a Redis error (`user_script:123: ...`) names lua/<file>:<line> (redis-store.ts rewrites it). It
+// that a Redis error (`user_script:123: ...`) names lua/<file>:<line> (store/redis/store.ts rewrites it). It
 // writes the script, the map and the algorithm codes to src/lua.generated.ts, so the built package
 // carries them and works on its own, from ESM and CJS alike. Runs on `pnpm install` and on every build.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('../../../lua/', import.meta.url));
 const read = (f) => readFileSync(dir + f, 'utf8').replace(/\n$/, '');
-// Scripts of their own, not branches of decide: rules.lua is the rules' script (RULES_SCRIPT, redis-rules.ts).
+// Scripts of their own, not branches of decide: rules.lua is the rules' script (RULES_SCRIPT, store/redis/rules.ts).
 const NOT_ALGORITHMS = ['prelude.lua', 'decide.lua', 'rules.lua'];
 const algorithms = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && !NOT_ALGORITHMS.includes(f))
@@ -60,7 +60,7 @@ writeFileSync(
     `/** The code each algorithm's script declares, by algorithm: the Lua dispatch on it. */\n` +
     `export const ALGORITHM_CODES = ${JSON.stringify(codes)} as const;\n` +
     `export const DECIDE_SCRIPT = ${JSON.stringify(`${lines.join('\n')}\n`)};\n` +
-    `/** lua/rules.lua as it is: the rules' reads and writes (redis-rules.ts). */\n` +
+    `/** lua/rules.lua as it is: the rules' reads and writes (store/redis/rules.ts). */\n` +
     `export const RULES_SCRIPT = ${JSON.stringify(`${read('rules.lua')}\n`)};\n` +
     `/** Per lua/ file: the script's line its text starts on, the file, the file's line there, and its lines. */\n` +
     `export const LUA_LINES: readonly (readonly [number, string, number, number])[] = ${JSON.stringify(map)};\n`,

@@ -5,11 +5,11 @@ import type { Attempt } from './attempt.js';
 import { type Decision, toDecision } from './decision.js';
 import { badOption } from './errors.js';
 import type { FailModeOf } from './fail-mode.js';
-import { keyTag, requestKeys, shardTag } from './keys.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
-import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy.js';
+import { isConcurrent, LIMIT_MAX, LIMIT_MAX_TEXT, type Policy, type PolicyInput, SLIDING_LOG_MAX, WINDOW_MAX_MS } from './policy/policy.js';
 import type { PolicySet } from './policy-set.js';
-import type { StoreReply, StoreRequest } from './store.js';
+import type { StoreReply, StoreRequest } from './store/contract.js';
+import { keyTag, requestKeys, shardTag } from './store/keys.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /** The caller has checked the key. */

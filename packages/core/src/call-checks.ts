@@ -1,10 +1,10 @@
 // A call's input, checked before any stage runs: its options (own names only, "did you mean"), its key
 // and scope, its cost and its id. Bad input throws; the limiter turns that into a rejected promise.
 import { badOption, describe, SluiceError } from './errors.js';
-import { scopedKey } from './keys.js';
 import { checkNames, ownCopy } from './options.js';
-import { LIMIT_MAX, LIMIT_MAX_TEXT, type Policy } from './policy.js';
+import { LIMIT_MAX, LIMIT_MAX_TEXT, type Policy } from './policy/policy.js';
 import type { PolicySet } from './policy-set.js';
+import { scopedKey } from './store/keys.js';
 
 /** The names each call's options may have. */
 export const CONSUME_OPTIONS = ['cost', 'policy', 'id', 'scope', 'ip'];
@@ -26,7 +26,7 @@ export function callOptions<T extends object>(options: T | undefined, known: rea
   return options;
 }
 
-/** The key a counter is kept under: the caller's, in its scope when one is given (keys.ts scopedKey). */
+/** The key a counter is kept under: the caller's, in its scope when one is given (store/keys.ts scopedKey). */
 export function counterKey(key: unknown, scope: unknown): string {
   checkKey(key);
   if (scope === undefined) return key as string;
@@ -61,7 +61,7 @@ export function checkCost(cost: unknown, policies: readonly Policy[], capacity: 
       `cost ${cost} can never pass: it is above the capacity ${capacity.cost} of policy "${capacity.policy.name}"`,
     );
   }
-  // Only concurrent policies bound no capacity: the bound of every count still holds (policy-bounds.ts).
+  // Only concurrent policies bound no capacity: the bound of every count still holds (policy/bounds.ts).
   if (cost > LIMIT_MAX) throw new SluiceError('ERR_SLUICE_COST', `cost must be at most ${LIMIT_MAX_TEXT}, got ${cost}`);
   return cost;
 }

@@ -4,9 +4,9 @@
 import type { Attempt } from './attempt.js';
 import { type Decision, replyRetryMs, toDecision } from './decision.js';
 import { type DenyCache, deniedTag } from './deny-cache.js';
-import { requestKeys, shardTag } from './keys.js';
-import type { Policy } from './policy.js';
-import type { StoreReply, StoreRequest } from './store.js';
+import type { Policy } from './policy/policy.js';
+import type { StoreReply, StoreRequest } from './store/contract.js';
+import { requestKeys, shardTag } from './store/keys.js';
 import type { ReportError, StoreCall, StoreListener } from './store-call.js';
 
 /** What the tier hands a decision to, and asks when the store cannot answer: the limiter's other stages. */
@@ -18,7 +18,7 @@ export interface ShardStages {
   reportError: ReportError;
   /** Concurrent slots: the decision holds its slot (slots.ts). */
   hold(decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision;
-  /** Shadow mode and the denied event, for a decision that goes to the caller as it is (shadow.ts). */
+  /** Shadow mode and the denied event, for a decision that goes to the caller as it is (finish.ts). */
   finish(key: string, decision: Decision): Decision;
   /** An allowed consume's own adjustment (adjust.ts). */
   adjustOf(attempt: Attempt, shard: number): Decision['adjust'];

@@ -1,6 +1,6 @@
-import type { Policy } from './policy.js';
-import type { Rule } from './rule-match.js';
-import type { StoreReply } from './store.js';
+import type { Policy } from './policy/policy.js';
+import type { Rule } from './rules/match.js';
+import type { StoreReply } from './store/contract.js';
 
 /** Where a decision came from. */
 export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open' | 'rule';

@@ -1,6 +1,6 @@
 import type { Decision } from './decision.js';
-import { shardTag } from './keys.js';
 import type { PolicySet } from './policy-set.js';
+import { shardTag } from './store/keys.js';
 
 /** The deny-cache tag of a key's shard under a set: a call's policies keep their denials apart ('{' is in no tag). */
 export const deniedTag = (tag: string, set: PolicySet): string => (set.id === '' ? tag : `${tag}{${set.id}`);

@@ -1,11 +1,11 @@
 // The fail mode: the decision when the store cannot answer (an error, a timeout, the breaker open).
 import type { Attempt } from './attempt.js';
 import { type Decision, failOpenDecision, toDecision } from './decision.js';
-import { fallbackTag, requestKeys } from './keys.js';
 import type { FailMode } from './limiter-options.js';
-import { isConcurrent, type Policy } from './policy.js';
+import { isConcurrent, type Policy } from './policy/policy.js';
 import { longestWindow, type PolicySet } from './policy-set.js';
-import type { Store, StoreRequest } from './store.js';
+import type { Store, StoreRequest } from './store/contract.js';
+import { fallbackTag, requestKeys } from './store/keys.js';
 
 /** What answers when the store cannot: a consume or peek's decision, and an adjustment's. */
 export interface FailModeOf {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Decision } from './decision.js';
 import { failOpenDecision } from './decision.js';
 import { parseHeadersMode, partitionKey, rateLimitHeaders, retryAfterSeconds } from './headers.js';
-import { parsePolicies } from './policy.js';
+import { parsePolicies } from './policy/policy.js';
 
 const denied: Decision = {
   allowed: false,

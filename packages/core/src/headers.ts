@@ -26,7 +26,7 @@ export function parseHeadersMode(value: unknown, option = 'headers'): HeadersMod
 
 /**
  * Whole seconds, rounded up, at most an RFC 9651 sf-integer's 15 digits. Policies are bounded well below it
- * (policy-bounds.ts), but a debt charged by adjust() may be waited out for longer than any window.
+ * (policy/bounds.ts), but a debt charged by adjust() may be waited out for longer than any window.
  */
 const seconds = (ms: number) => Math.min(999_999_999_999_999, Math.ceil(ms / 1000));
 

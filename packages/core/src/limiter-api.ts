@@ -1,6 +1,6 @@
 // The public shape of a limiter and of its calls' options (createLimiter is limiter.ts).
 import type { Decision } from './decision.js';
-import type { PolicyInput } from './policy.js';
+import type { PolicyInput } from './policy/policy.js';
 import type { WaitOptions } from './wait.js';
 
 /** A rate limiter. */

@@ -1,10 +1,8 @@
 // createLimiter's options: the table (name, default, check, doc) and their resolution.
 import { performance } from 'node:perf_hooks';
-import { type BanOptions, banSettings } from './ban.js';
 import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
-import { memoryStore } from './memory-store.js';
 import {
   checkNames,
   isBoolean,
@@ -17,9 +15,11 @@ import {
   resolve,
   spec,
 } from './options.js';
-import { isConcurrent, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
-import { type Rules, rulesInside } from './rules.js';
-import type { Store } from './store.js';
+import { isConcurrent, type PolicyInput, parsePolicies, parsePolicy } from './policy/policy.js';
+import { type BanOptions, banSettings } from './rules/ban.js';
+import { type Rules, rulesInside } from './rules/rules.js';
+import type { Store } from './store/contract.js';
+import { memoryStore } from './store/memory-store.js';
 
 /** What the limiter does when its store fails or times out. */
 export type FailMode = 'open' | 'closed';

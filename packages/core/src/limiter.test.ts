@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { createLimiter, type LimiterEvent } from './limiter.js';
-import { memoryStore } from './memory-store.js';
-import type { Store, StoreReply } from './store.js';
+import type { Store, StoreReply } from './store/contract.js';
+import { memoryStore } from './store/memory-store.js';
 
 describe('createLimiter options', () => {
   const bad: Array<[unknown, RegExp]> = [

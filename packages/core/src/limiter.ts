@@ -1,14 +1,14 @@
 // createLimiter wires the stages a consume goes through, in order; each is a file of its own:
 //   call-checks.ts   the call's options, key and scope, cost and id
 //   rule-check.ts    the rules operators change at run time: a deny or an allow answers here, an override
-//                    names the policy set; and bans (ban.ts) count the denials made below
+//                    names the policy set; and bans (rules/ban.ts) count the denials made below
 //   policy-set.ts    the call's policy set: the limiter's, or a plan
 //   tiers.ts         prefilter.ts (a local first tier) and shards.ts (a hot key's sub-key, one more try)
 //   decide-shard.ts  one shard's decision: deny-cache.ts (a denial the store gave lately, answered here
 //                    for a second at most), else one store call (store-call.ts: its deadline and breaker;
 //                    adjust, release and wait ask the store through its ask()), or else
 //   fail-mode.ts     the decision when the store cannot answer
-//   slots.ts         concurrent slots (release), adjust.ts (adjust), shadow.ts (shadow mode, denied event)
+//   slots.ts         concurrent slots (release), adjust.ts (adjust), finish.ts (shadow mode, denied event)
 //   wait.ts          wait(): a reservation through the store call, or asking again
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
 // sluice:decision, every event on sluice:event.
@@ -23,17 +23,17 @@ import { DenyCache } from './deny-cache.js';
 import { badOption } from './errors.js';
 import { eventsHeard, publish } from './events.js';
 import { createFailMode } from './fail-mode.js';
-import { keyTag } from './keys.js';
+import { createFinish } from './finish.js';
 import type { Limiter } from './limiter-api.js';
 import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
-import { memoryStore } from './memory-store.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
 import { REPORT } from './report.js';
 import { createReset } from './reset.js';
 import { createRuleStage } from './rule-check.js';
-import { createFinish } from './shadow.js';
 import { createSlots, type Slots } from './slots.js';
+import { keyTag } from './store/keys.js';
+import { memoryStore } from './store/memory-store.js';
 import { createStoreCall, type ReportError } from './store-call.js';
 import { createTiers } from './tiers.js';
 import { createWait } from './wait.js';

@@ -3,8 +3,8 @@
 
 import { rateLimitHeaders } from './headers.js';
 import { createLimiter } from './limiter.js';
-import { memoryStore } from './memory-store.js';
-import type { Store } from './store.js';
+import type { Store } from './store/contract.js';
+import { memoryStore } from './store/memory-store.js';
 
 describe('refused combinations name the option', () => {
   const bad: Array<[unknown, RegExp]> = [

@@ -2,9 +2,9 @@
 // are not in this process (a memory store seen as remote, one that fails): the deny cache, shards, the
 // prefilter, the fallback and shadow mode. Redis itself: test/plans.redis.test.ts.
 import { createLimiter } from './limiter.js';
-import { memoryStore } from './memory-store.js';
-import type { PolicyInput } from './policy.js';
-import type { Store, StoreRequest } from './store.js';
+import type { PolicyInput } from './policy/policy.js';
+import type { Store, StoreRequest } from './store/contract.js';
+import { memoryStore } from './store/memory-store.js';
 
 /** A memory store the limiter treats as remote (deny cache, fail mode in front), recording its requests. */
 function remote(clock: () => number): Store & { requests: StoreRequest[] } {

@@ -1,7 +1,7 @@
 // Policy sets: the policies one consume is decided by — the limiter's own, or a call's `policy` (plans,
 // tiers) — with what the stages need of them, built once per distinct input and kept in a bounded cache.
 import { badOption } from './errors.js';
-import { isConcurrent, type Policy, parsePolicies } from './policy.js';
+import { isConcurrent, type Policy, parsePolicies } from './policy/policy.js';
 import { createShards, type Shards } from './shards.js';
 
 /** The policies of one consume, and what the limiter's stages need of them. */

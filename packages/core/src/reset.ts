@@ -1,9 +1,10 @@
 // reset(): a key's counters forgotten everywhere this limiter keeps them: the store (one call per
 // shard, since on a Cluster each shard has its own slot), the local fallback and the prefilter.
-import { fallbackTag, requestKeys, shardTag } from './keys.js';
-import type { Policy } from './policy.js';
+
+import type { Policy } from './policy/policy.js';
 import type { PolicySet } from './policy-set.js';
-import type { Store } from './store.js';
+import type { Store } from './store/contract.js';
+import { fallbackTag, requestKeys, shardTag } from './store/keys.js';
 
 export function createReset(
   prefix: string,

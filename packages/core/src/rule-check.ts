@@ -1,15 +1,15 @@
 // The rules stage: the first a consume or peek goes through when the limiter has `rules`. It matches the
-// call's key, scope and client IP against this process' copy of the rules (rule-match.ts; no store call)
+// call's key, scope and client IP against this process' copy of the rules (rules/match.ts; no store call)
 // and answers a deny or an allow itself, or names the policy set an override puts in place of the
 // limiter's or the plan's. Everything else goes on as usual.
 import { channel } from 'node:diagnostics_channel';
-import { createBan } from './ban.js';
 import type { Decision } from './decision.js';
 import { badOption } from './errors.js';
 import type { LimiterEvent, ResolvedLimiterOptions } from './limiter-options.js';
 import type { PolicySet } from './policy-set.js';
-import type { Rule } from './rule-match.js';
-import { createRules, RULES, type RulesInside } from './rules.js';
+import { createBan } from './rules/ban.js';
+import type { Rule } from './rules/match.js';
+import { createRules, RULES, type RulesInside } from './rules/rules.js';
 
 const decisionChannel = channel('sluice:decision');
 

@@ -1,5 +1,5 @@
 // Shards: one hot key becomes N sub-keys, each with its share of every limit.
-import type { Policy } from './policy.js';
+import type { Policy } from './policy/policy.js';
 
 /** The policies of each shard, and the factor that turns a shard's counts into the whole key's. */
 export interface Shards {

@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt } from './attempt.js';
 import type { Decision } from './decision.js';
-import { fallbackTag, requestKeys } from './keys.js';
-import { isConcurrent, type Policy } from './policy.js';
-import type { Store, StoreRequest } from './store.js';
+import { isConcurrent, type Policy } from './policy/policy.js';
+import type { Store, StoreRequest } from './store/contract.js';
+import { fallbackTag, requestKeys } from './store/keys.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /**

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
 import { type Call, createDeadlines } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
-import { type Store, StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
+import { type Store, StoreRefusal, type StoreReply, type StoreRequest } from './store/contract.js';
 
 export class StoreTimeoutError extends Error {
   constructor(ms: number) {

@@ -1,6 +1,6 @@
 import { createLimiter } from './limiter.js';
-import { memoryStore } from './memory-store.js';
-import type { Store } from './store.js';
+import type { Store } from './store/contract.js';
+import { memoryStore } from './store/memory-store.js';
 
 describe('limiter.wait on the memory store', () => {
   test('10 waits on a 5/s bucket (burst 5): 5 at once, then one per 200 ms, in the order called', async () => {

@@ -11,13 +11,13 @@ import { CONSUME_OPTIONS, callOptions, checkCost, checkId, counterKey } from './
 import { type Decision, toDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
-import { keyTag, requestKeys } from './keys.js';
 import type { ConsumeOptions, Limiter } from './limiter-api.js';
-import type { PolicyInput } from './policy.js';
+import type { PolicyInput } from './policy/policy.js';
 import type { PolicySet } from './policy-set.js';
 import type { RuleStage } from './rule-check.js';
-import type { Rule } from './rule-match.js';
-import type { StoreReply, StoreRequest } from './store.js';
+import type { Rule } from './rules/match.js';
+import type { StoreReply, StoreRequest } from './store/contract.js';
+import { keyTag, requestKeys } from './store/keys.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /** Options of one wait: a consume's, and how long it may wait. */

@@ -6,7 +6,7 @@ import { DEFAULT_HEADERS_MODE, type HeadersMode, parseHeadersMode } from '../hea
 import { CHECK_COST, createLimiter, type Limiter, type LimiterOptions } from '../limiter.js';
 import { LIMITER_OPTION_NAMES } from '../limiter-options.js';
 import { checkNames, isBoolean, isFunction, type OptionSpec, type OptionTable, ownCopy, type Resolved, resolve, spec } from '../options.js';
-import type { PolicyInput } from '../policy.js';
+import type { PolicyInput } from '../policy/policy.js';
 import { type DelayOptions, isDelay } from './delay.js';
 import { EXPRESS_RATE_LIMIT_NAMES, expressRateLimit, isExpressRateLimit, type PeerRuntime, refuseOutsidePeer } from './peer-express.js';
 import { FASTIFY_RATE_LIMIT_NAMES, fastifyRateLimit, isFastifyRateLimit } from './peer-fastify.js';

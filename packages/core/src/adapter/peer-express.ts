@@ -8,7 +8,7 @@ import { parseDuration } from '../duration.js';
 import { badOption } from '../errors.js';
 import { type EarlierDraft, rateLimitHeaders } from '../headers.js';
 import { isBoolean, isFunction } from '../options.js';
-import type { PolicyInput } from '../policy.js';
+import type { PolicyInput } from '../policy/policy.js';
 import type { LimitedResponse } from './problem.js';
 
 type Options = Record<string, unknown>;

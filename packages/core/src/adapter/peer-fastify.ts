@@ -7,7 +7,7 @@
 import type { Decision } from '../decision.js';
 import { badOption } from '../errors.js';
 import { isBoolean, isFunction } from '../options.js';
-import type { PolicyInput } from '../policy.js';
+import type { PolicyInput } from '../policy/policy.js';
 import { type PeerRuntime, policyPerLimit } from './peer-express.js';
 import { timeWindowMs } from './peers.js';
 

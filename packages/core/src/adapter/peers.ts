@@ -4,7 +4,7 @@ import { parseDuration } from '../duration.js';
 import { badOption } from '../errors.js';
 import type { HeadersMode } from '../headers.js';
 import { isFunction } from '../options.js';
-import type { PolicyInput } from '../policy.js';
+import type { PolicyInput } from '../policy/policy.js';
 
 type Awaitable<T> = T | Promise<T>;
 

@@ -3,7 +3,7 @@
 // node:http's request and response, in front of a framework. Framework-free: `Req` is opaque.
 import { badOption, SluiceError } from '../errors.js';
 import { checkNames, isFunction, resolve, spec } from '../options.js';
-import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shedder.js';
+import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shed/shedder.js';
 
 /** Options of the adapters' shed(): createShedder's, or a `shedder` to share, and `priority`. */
 export interface ShedOptions<Req> extends ShedderOptions {

@@ -1,5 +1,5 @@
 import { createLimiter } from '../limiter.js';
-import { memoryStore } from '../memory-store.js';
+import { memoryStore } from '../store/memory-store.js';
 import { stackHeaders } from './headers.js';
 import { mergeHttpOptions } from './merge.js';
 import { httpLimit } from './verdict.js';

@@ -1,4 +1,4 @@
-import type { Policy } from '../policy.js';
+import type { Policy } from '../policy/policy.js';
 
 /** What one policy says about one request; the TypeScript twin of a lua/ function's reply. */
 export interface StepResult<S> {

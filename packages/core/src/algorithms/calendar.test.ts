@@ -1,8 +1,8 @@
 import { rateLimitHeaders } from '../headers.js';
 import { createLimiter } from '../limiter.js';
-import { memoryStore } from '../memory-store.js';
-import { parsePolicy } from '../policy.js';
-import { periodAt, periodStarts } from './calendar-periods.js';
+import { periodAt, periodStarts } from '../policy/calendar-periods.js';
+import { parsePolicy } from '../policy/policy.js';
+import { memoryStore } from '../store/memory-store.js';
 
 const H = 3_600_000;
 const iso = (t: number) => new Date(t).toISOString();

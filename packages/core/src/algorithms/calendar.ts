@@ -1,6 +1,6 @@
-import type { Policy } from '../policy.js';
+import { periodAt, periodStarts } from '../policy/calendar-periods.js';
+import type { Policy } from '../policy/policy.js';
 import type { AdjustStep, AlgorithmStep } from './algorithm.js';
-import { periodAt, periodStarts } from './calendar-periods.js';
 
 /** Mirrors lua/calendar.lua: the period [start, end) counted in, and its count. */
 export interface CalendarState {

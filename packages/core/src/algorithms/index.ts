@@ -2,7 +2,7 @@
 // here (its TypeScript twin, for the memory store) and one line below; scripts/gen-lua.mjs generates
 // the Lua dispatch and ALGORITHM_CODES from lua/, so this list type-checks only when it matches lua/.
 import type { ALGORITHM_CODES } from '../lua.generated.js';
-import type { Policy } from '../policy.js';
+import type { Policy } from '../policy/policy.js';
 import type { StepResult } from './algorithm.js';
 import { calendar, calendarAdjust } from './calendar.js';
 import { concurrent, concurrentAdjust } from './concurrent.js';

@@ -1,5 +1,5 @@
 // The protocol between the stores and lua/decide.lua: the one place that knows the script's KEYS and
-// ARGV layout and its reply. redis-dispatch.ts sends what encodeBatch builds and reads replies with
+// ARGV layout and its reply. store/redis/dispatch.ts sends what encodeBatch builds and reads replies with
 // decodeReply; memory-store.ts decides each request by the same reading (opOf, idOf), so both stores
 // answer a request alike. protocol.test.ts pins the layout with fixed vectors, and
 // test/protocol.redis.test.ts has the script and the memory store answer them.
@@ -12,10 +12,11 @@
 // Reply per decision and policy: remaining, resetMs, retryAfterUs (whole µs; 0 when the policy passed;
 // negated for a reservation that passes: its wait until its turn). A decision that needs a write Redis
 // refuses, being out of memory, answers REFUSED as remaining (its policies all do): it is not decided.
-import { calendarArg, periodLengthAt } from './algorithms/calendar-periods.js';
-import { describe } from './errors.js';
-import { ALGORITHM_CODES, type Policy } from './policy.js';
-import { type PolicyState, StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
+
+import { describe } from '../errors.js';
+import { calendarArg, periodLengthAt } from '../policy/calendar-periods.js';
+import { ALGORITHM_CODES, type Policy } from '../policy/policy.js';
+import { type PolicyState, StoreRefusal, type StoreReply, type StoreRequest } from './contract.js';
 
 /**
  * A reply's `remaining` for a decision the script did not decide: Redis is out of memory (maxmemory,

@@ -1,17 +1,17 @@
 // Bans (a limiter's `ban` option): a key denied `after` times within `within` becomes a deny rule with
 // `ban: true` that lapses after `for`, on every process (rules.ts).
-// Denials are counted in the store (store.ts RuleStore.countDenials: one counter per counter key,
-// keys.ts banKey, its window starting at the first denial), so that several processes' denials add up;
+// Denials are counted in the store (store/contract.ts RuleStore.countDenials: one counter per counter key,
+// store/keys.ts banKey, its window starting at the first denial), so that several processes' denials add up;
 // the count is bumped only on denials, never on an allowed decision, and off the decision's path (the
 // decision is answered first). A flood of denials of one key costs at most one count call in flight per
 // key and process: the denials that come meanwhile go together in the next one. The process whose count
 // crosses `after` (the count before its call below it, after it at or above) writes the rule, so it is
 // written once however many processes deny the key; it then deletes the count, so that the key starts
 // afresh when the ban lapses.
-import { type Duration, parseDuration } from './duration.js';
-import { badOption } from './errors.js';
-import { banKey } from './keys.js';
-import { checkNames, isPositiveInteger, ownCopy } from './options.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import { checkNames, isPositiveInteger, ownCopy } from '../options.js';
+import { banKey } from '../store/keys.js';
 import type { RulesInside } from './rules.js';
 
 /** A limiter's `ban` option. */

@@ -2,10 +2,10 @@
 // service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
 import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { type Duration, parseDuration } from '../duration.js';
+import { badOption, SluiceError } from '../errors.js';
+import { checkNames, isFunction, isPositiveInteger, resolve, spec } from '../options.js';
 import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
-import { type Duration, parseDuration } from './duration.js';
-import { badOption, SluiceError } from './errors.js';
-import { checkNames, isFunction, isPositiveInteger, resolve, spec } from './options.js';
 
 /** Who may use which part of the limit: critical all of it, normal all but the critical reserve, sheddable the rest. */
 export type Priority = 'critical' | 'normal' | 'sheddable';

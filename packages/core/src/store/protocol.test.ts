@@ -1,11 +1,12 @@
 // The protocol's reading of a request and of a reply. The fixed KEYS/ARGV vectors, answered by the script
 // on Redis and by the memory store, are test/protocol.redis.test.ts.
-import { luaSource, sourceLines } from './decide-script.js';
-import { LUA_LINES } from './lua.generated.js';
-import { parsePolicy } from './policy.js';
+
+import { LUA_LINES } from '../lua.generated.js';
+import { parsePolicy } from '../policy/policy.js';
+import type { StoreRequest } from './contract.js';
+import { StoreRefusal } from './contract.js';
 import { decodeReply, encodeBatch, opOf, REFUSED } from './protocol.js';
-import type { StoreRequest } from './store.js';
-import { StoreRefusal } from './store.js';
+import { luaSource, sourceLines } from './redis/scripts.js';
 
 const tb = parsePolicy('10/1m');
 const day = parsePolicy({ limit: 5, window: 'day' });

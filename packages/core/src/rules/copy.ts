@@ -1,8 +1,8 @@
 // A process' copy of a prefix's rules (rules.ts makes one per createRules): the RuleSet decisions match
-// (rule-match.ts), kept up to date from the store (store.ts RuleStore) without a call on a decision's path.
+// (match.ts), kept up to date from the store (store/contract.ts RuleStore) without a call on a decision's path.
 //
 // Refresh: every `refresh` (default 1 s) the copy asks the store for the changes since the version it
-// holds (one script call, keys.ts rulesKeys): none, mostly, and then the call is all it costs; else the
+// holds (one script call, store/keys.ts rulesKeys): none, mostly, and then the call is all it costs; else the
 // rules changed since, which it puts into or drops from its RuleSet one by one. So a change is in force on
 // every process within `refresh` plus a round trip, and a refresh costs the changes, not the rules held:
 // an import of 100,000 rules costs each process what it reads, once. A copy the store's log no longer
@@ -15,11 +15,11 @@
 // matching a rule at its expiresAt, so it lapses everywhere at once without a write. The store drops lapsed
 // rules as later writes sweep them, and the copies with them.
 // Seen: a copy that a limiter holds (attach) marks the prefix in the store at each periodic refresh, so
-// that `sluice deny add` can tell when no limiter reads the prefix it wrote to (store.ts RuleStore.seen).
-import type { LimiterEvent } from './limiter-options.js';
-import { decodeRule, ruleIdentity } from './rule-entry.js';
-import { type Rule, RuleSet } from './rule-match.js';
-import type { RuleChanges, RuleStore } from './store.js';
+// that `sluice deny add` can tell when no limiter reads the prefix it wrote to (store/contract.ts RuleStore.seen).
+import type { LimiterEvent } from '../limiter-options.js';
+import type { RuleChanges, RuleStore } from '../store/contract.js';
+import { decodeRule, ruleIdentity } from './entry.js';
+import { type Rule, RuleSet } from './match.js';
 
 /** A process' copy of a prefix's rules. */
 export interface RuleCopy {

@@ -1,4 +1,4 @@
-import type { Policy } from './policy.js';
+import type { Policy } from '../policy/policy.js';
 
 export type { Policy };
 
@@ -102,12 +102,12 @@ export interface RuleChanges {
   now: number;
   /** true: `entries` are every rule in force, and the copy starts afresh; false: the rules changed since. */
   full: boolean;
-  /** [identity, value] of each rule (rules.ts writes and reads both); value null: removed or lapsed. */
+  /** [identity, value] of each rule (rules/rules.ts writes and reads both); value null: removed or lapsed. */
   entries: [string, string | null][];
 }
 
 /**
- * The rules part of a store (rules.ts). Each call is one atomic step on the store; `prefix` names the
+ * The rules part of a store (rules/rules.ts). Each call is one atomic step on the store; `prefix` names the
  * rule set (keys.ts rulesKeys). Times are the store's clock (Redis' TIME; Date.now in memory).
  */
 export interface RuleStore {

@@ -1,9 +1,9 @@
 // The decide script as the Redis store runs it: loaded by SHA once, reloaded only on NOSCRIPT, its errors
 // naming the lua/ file and line they come from.
 import { createHash } from 'node:crypto';
-import { describe } from './errors.js';
-import { DECIDE_SCRIPT, LUA_LINES } from './lua.generated.js';
-import type { ScriptClient } from './redis-clients.js';
+import { describe } from '../../errors.js';
+import { DECIDE_SCRIPT, LUA_LINES } from '../../lua.generated.js';
+import type { ScriptClient } from './clients.js';
 
 export const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
 

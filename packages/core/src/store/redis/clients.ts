@@ -1,9 +1,9 @@
 // The Redis clients redisStore() takes, told apart by shape. Nothing here imports a client, at run
 // time or in the emitted types: an app with no client installed type-checks, and one with any of them
 // passes its own instance.
-import { describe, SluiceError } from './errors.js';
-import { ioredis } from './ioredis-client.js';
-import { nodeRedis } from './node-redis-client.js';
+import { describe, SluiceError } from '../../errors.js';
+import { ioredis } from './ioredis.js';
+import { nodeRedis } from './node-redis.js';
 
 /**
  * An ioredis 5 or 6, or iovalkey, client: `Redis` (also one that follows Sentinel) or `Cluster`.

@@ -1,13 +1,13 @@
 import calculateSlot from 'cluster-key-slot';
-import { attempt, isDecideScript } from './decide-script.js';
-import { badOption, SluiceError } from './errors.js';
-import { checkNames } from './options.js';
-import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, type ScriptClient, scriptClient } from './redis-clients.js';
-import { Dispatcher } from './redis-dispatch.js';
-import { redisRules } from './redis-rules.js';
-import type { Store, StoreReply } from './store.js';
+import { badOption, SluiceError } from '../../errors.js';
+import { checkNames } from '../../options.js';
+import type { Store, StoreReply } from '../contract.js';
+import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, type ScriptClient, scriptClient } from './clients.js';
+import { Dispatcher } from './dispatch.js';
+import { redisRules } from './rules.js';
+import { attempt, isDecideScript } from './scripts.js';
 
-export type { IoredisClient, NodeRedisClient, RedisClient } from './redis-clients.js';
+export type { IoredisClient, NodeRedisClient, RedisClient } from './clients.js';
 
 /** Options of redisStore(). */
 export interface RedisStoreOptions {

@@ -1,9 +1,9 @@
-// The rules part of the memory store (store.ts RuleStore): the steps of lua/rules.lua, in this process, on
+// The rules part of the memory store (contract.ts RuleStore): the steps of lua/rules.lua, in this process, on
 // the store's clock. One process only: rules written here are in force here. Two differences in how, not
 // in what: the log is a list of changes rather than a sorted set (a change is found by a binary search on
 // its version; an identity changed twice is in it twice), and lapsed rules are swept by a pass over the
 // rules with a ttl that each write moves on by SWEEP, rather than by their expiry's order.
-import type { RuleChanges, RuleStore } from './store.js';
+import type { RuleChanges, RuleStore } from './contract.js';
 
 /** Rules with a ttl each write looks at, dropping the lapsed ones. */
 const SWEEP = 4;

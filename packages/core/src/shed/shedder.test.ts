@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { SluiceError } from './errors.js';
+import { SluiceError } from '../errors.js';
 import { createShedder, type Permit, type Priority, type Shedder, type ShedderOptions } from './shedder.js';
 
 /** Slots come back at the end of the event loop's turn. */

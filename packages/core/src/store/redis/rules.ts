@@ -1,15 +1,15 @@
-// The rules part of the Redis store (store.ts RuleStore): lua/rules.lua, run by SHA (EVAL on NOSCRIPT)
-// through the one way the store runs scripts on every client it takes (redis-clients.ts ScriptClient:
-// ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (keys.ts
+// The rules part of the Redis store (store/contract.ts RuleStore): lua/rules.lua, run by SHA (EVAL on NOSCRIPT)
+// through the one way the store runs scripts on every client it takes (clients.ts ScriptClient:
+// ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (store/keys.ts
 // rulesKeys), so on a Cluster each call goes to one slot. None of this is on a decision's path: a process
 // reads the changes every `refresh` (none, mostly), and writes when an operator (or a ban) changes a rule.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import { attempt } from './decide-script.js';
-import { rulesKeys } from './keys.js';
-import { RULES_SCRIPT } from './lua.generated.js';
-import type { ScriptClient } from './redis-clients.js';
-import type { RuleStore } from './store.js';
+import { RULES_SCRIPT } from '../../lua.generated.js';
+import type { RuleStore } from '../contract.js';
+import { rulesKeys } from '../keys.js';
+import type { ScriptClient } from './clients.js';
+import { attempt } from './scripts.js';
 
 const SHA = createHash('sha1').update(RULES_SCRIPT).digest('hex');
 
@@ -26,7 +26,7 @@ export function redisRules(client: ScriptClient): RuleStore {
   const run = (keys: string[], args: string[]): Promise<unknown> => {
     // A connection that is down fails the call now rather than in the client's offline queue: a refresh
     // retries on its next tick, and a write must tell its operator it did not land. One being made (the
-    // app's first connect, a reconnect) is waited for: rules.ts bounds the wait.
+    // app's first connect, a reconnect) is waited for: rules/rules.ts bounds the wait.
     const slot = client.cluster ? calculateSlot(keys[0] as string) : undefined;
     const down = client.down(slot);
     if (down === undefined) return send(keys, args);

@@ -1,6 +1,7 @@
-// The store's view of an ioredis 5/6 or iovalkey client (redis-clients.ts tells the clients apart).
+// The store's view of an ioredis 5/6 or iovalkey client (clients.ts tells the clients apart).
+
+import type { AnyFn, IoredisClient, ScriptClient } from './clients.js';
 import { type Emitter, follow } from './connection.js';
-import type { AnyFn, IoredisClient, ScriptClient } from './redis-clients.js';
 
 /** ioredis statuses of a connection being made: 'wait' (lazyConnect, not asked yet), then the others in turn. */
 const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);

@@ -1,8 +1,8 @@
-// Fixed test vectors of the store protocol (packages/core/src/protocol.ts): batches of requests, and the
+// Fixed test vectors of the store protocol (protocol.ts): batches of requests, and the
 // exact KEYS and ARGV they encode to on a test clock. test/protocol.redis.test.ts pins the encoding and
 // has the script on Redis and the memory store answer each batch.
-import { parsePolicy } from '../packages/core/src/policy';
-import type { StoreRequest } from '../packages/core/src/store';
+import { parsePolicy } from '../policy/policy.js';
+import type { StoreRequest } from './contract.js';
 
 /** The test clock: 2026-01-15 12:00:00.250 UTC. */
 export const NOW = Date.UTC(2026, 0, 15, 12, 0, 0, 250);

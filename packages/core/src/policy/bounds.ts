@@ -1,9 +1,9 @@
 // The bounds of a policy's numbers and the checks of its fields, for parsePolicy (policy.ts).
-import type { Algorithm } from './algorithms/index.js';
-import { formatDuration, parseDuration } from './duration.js';
-import { badOption } from './errors.js';
-import { ALGORITHM_CODES } from './lua.generated.js';
-import { nearest } from './options.js';
+import type { Algorithm } from '../algorithms/index.js';
+import { formatDuration, parseDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import { ALGORITHM_CODES } from '../lua.generated.js';
+import { nearest } from '../options.js';
 
 /**
  * Most units a sliding-log policy counts: it keeps one sorted-set member per unit admitted in its

@@ -1,9 +1,9 @@
 import { BlockList } from 'node:net';
 import fc from 'fast-check';
+import { createLimiter } from '../limiter.js';
+import { memoryStore } from '../store/memory-store.js';
 import { parseAddress } from './address.js';
-import { createLimiter } from './limiter.js';
-import { memoryStore } from './memory-store.js';
-import { type Rule, RuleSet } from './rule-match.js';
+import { type Rule, RuleSet } from './match.js';
 import { createRules, RULES, type RulesInside } from './rules.js';
 
 const inside = (rules: object): RulesInside => (rules as { [RULES]: RulesInside })[RULES];

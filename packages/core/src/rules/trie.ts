@@ -1,10 +1,10 @@
-// The binary trie a RuleSet (rule-match.ts) keeps its address and CIDR rules in, one per address family and
+// The binary trie a RuleSet (match.ts) keeps its address and CIDR rules in, one per address family and
 // scope: 32 bits deep for IPv4, 128 for IPv6. Nodes live in typed arrays that grow by doubling, and a
 // lookup walks at most the address's bits, in practice the depth at which a random address leaves the
 // trie (about log2 of the ranges). Nothing is ever unlinked: a removed rule leaves its slot empty, and the
 // RuleSet builds a fresh trie once empty slots are most of them, so a churn of bans does not grow it.
 
-/** A binary trie of ranges over up to 128 bits, each range with a slot of type S (rule-match.ts: its rules). */
+/** A binary trie of ranges over up to 128 bits, each range with a slot of type S (match.ts: its rules). */
 export class Trie<S> {
   private zero = new Int32Array(1024);
   private one = new Int32Array(1024);
@@ -12,7 +12,7 @@ export class Trie<S> {
   private at = new Int32Array(1024);
   private nodes = 1;
   readonly slots: S[] = [];
-  /** Slots their owner emptied (rule-match.ts counts them, to know when to build the trie afresh). */
+  /** Slots their owner emptied (match.ts counts them, to know when to build the trie afresh). */
   empty = 0;
 
   /** The slot of a range: made with `make` on first use, or undefined when there is none and no `make`. */

@@ -3,11 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
-import { runDecide } from './decide-script.js';
-import { guardKey } from './keys.js';
-import { decodeReply, encodeBatch } from './protocol.js';
-import type { ScriptClient } from './redis-clients.js';
-import { StoreRefusal, type StoreReply, type StoreRequest } from './store.js';
+import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
+import { guardKey } from '../keys.js';
+import { decodeReply, encodeBatch } from '../protocol.js';
+import type { ScriptClient } from './clients.js';
+import { runDecide } from './scripts.js';
 
 interface Pending {
   request: StoreRequest;

@@ -1,7 +1,7 @@
-// Addresses and CIDR ranges as the rules match them (rule-match.ts): parsed once when rules load, and
+// Addresses and CIDR ranges as the rules match them (match.ts): parsed once when rules load, and
 // a key tested on every decision while address rules are loaded, so the test allocates nothing.
 import { isIPv6 } from 'node:net';
-import { groups } from './ip-key.js';
+import { groups } from '../ip-key.js';
 
 /** An address: IPv4 as one 32-bit word, IPv6 as four. */
 export interface Address {

@@ -1,10 +1,10 @@
-import { ALGORITHMS, type StepResult } from './algorithms/index.js';
-import { badOption } from './errors.js';
+import { ALGORITHMS, type StepResult } from '../algorithms/index.js';
+import { badOption } from '../errors.js';
+import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from '../options.js';
+import type { PolicyState, Store, StoreReply, StoreRequest } from './contract.js';
 import { MemoryKeys } from './memory-keys.js';
 import { memoryRules } from './memory-rules.js';
-import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from './options.js';
 import { idOf, opOf, waitArg } from './protocol.js';
-import type { PolicyState, Store, StoreReply, StoreRequest } from './store.js';
 
 /** Options of memoryStore(). */
 export interface MemoryStoreOptions {

@@ -1,14 +1,14 @@
-import { CALENDAR_PERIODS, type CalendarPeriod, canonicalZone, NOMINAL_MS } from './algorithms/calendar-periods.js';
-import type { Algorithm } from './algorithms/index.js';
-import { type Duration, formatDuration } from './duration.js';
-import { badOption } from './errors.js';
-import { ALGORITHM_CODES } from './lua.generated.js';
-import { checkNames } from './options.js';
-import { checkAlgorithm, checkLimit, checkName, checkTokenBucket, checkWindow, LIMIT_MAX, LIMIT_MAX_TEXT } from './policy-bounds.js';
+import type { Algorithm } from '../algorithms/index.js';
+import { type Duration, formatDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import { ALGORITHM_CODES } from '../lua.generated.js';
+import { checkNames } from '../options.js';
+import { checkAlgorithm, checkLimit, checkName, checkTokenBucket, checkWindow, LIMIT_MAX, LIMIT_MAX_TEXT } from './bounds.js';
+import { CALENDAR_PERIODS, type CalendarPeriod, canonicalZone, NOMINAL_MS } from './calendar-periods.js';
 
-export type { CalendarPeriod } from './algorithms/calendar-periods.js';
-export type { Algorithm } from './algorithms/index.js';
-export { LIMIT_MAX, LIMIT_MAX_TEXT, SLIDING_LOG_MAX, WINDOW_MAX_MS, WINDOW_MIN_MS } from './policy-bounds.js';
+export type { Algorithm } from '../algorithms/index.js';
+export { LIMIT_MAX, LIMIT_MAX_TEXT, SLIDING_LOG_MAX, WINDOW_MAX_MS, WINDOW_MIN_MS } from './bounds.js';
+export type { CalendarPeriod } from './calendar-periods.js';
 export { ALGORITHM_CODES };
 
 /** The algorithms a policy names; 'calendar' is chosen by a calendar window ('day', 'week', 'month'), 'concurrent' by `{ concurrent }`. */

@@ -1,11 +1,12 @@
-// A rule (the Rule type) on its way in and out of the store (rules.ts writes, rule-copy.ts and list()
+// A rule (the Rule type) on its way in and out of the store (rules.ts writes, copy.ts and list()
 // read): a caller's pattern and options checked, its identity in the store, the Rule read back from its value.
 // The store keeps a rule under its identity, with the value "<expiresAt ms, 0 for none>|<the rest as JSON>"
 // (lua/rules.lua).
+
+import { parseDuration } from '../duration.js';
+import { badOption } from '../errors.js';
+import { checkNames, ownCopy } from '../options.js';
 import { parseAddress } from './address.js';
-import { parseDuration } from './duration.js';
-import { badOption } from './errors.js';
-import { checkNames, ownCopy } from './options.js';
 
 /** What a rule does: replace the policy, refuse, or let through unlimited. */
 export type RuleKind = 'override' | 'deny' | 'allow';

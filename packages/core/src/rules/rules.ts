@@ -1,25 +1,25 @@
 // Rules operators change at run time (DESIGN.md "Limits that operators change at run time"): overrides,
-// deny and allow lists, bans. They live in the store (store.ts RuleStore: Redis, or the memory store for
-// one process); each process holds a copy (rule-copy.ts) that decisions match without a store call.
+// deny and allow lists, bans. They live in the store (store/contract.ts RuleStore: Redis, or the memory store for
+// one process); each process holds a copy (copy.ts) that decisions match without a store call.
 // Writes (override, deny, allow, remove, a ban) are one atomic script call each, whose cost does not
 // depend on the rules stored; one that fails rejects with a SluiceError (ERR_SLUICE_STORE): an operator
 // must know the rule did not land. The writer's copy then takes the write in before the call resolves, so
 // its next decision sees the rule. A limiter takes only rules of its own prefix (limiter-options.ts).
 
-import type { Duration } from './duration.js';
-import { parseDuration } from './duration.js';
-import { badOption, describe, SluiceError } from './errors.js';
-import { eventsHeard, publish } from './events.js';
-import type { LimiterEvent } from './limiter-options.js';
-import { checkNames, isFunction, ownCopy } from './options.js';
-import { type PolicyInput, parsePolicies } from './policy.js';
-import { createRuleCopy, timed } from './rule-copy.js';
-import type { Rule, RuleKind } from './rule-entry.js';
-import { checkPattern, checkRuleOptions, checkScope, decodeRule, identity, KINDS } from './rule-entry.js';
-import type { RuleSet } from './rule-match.js';
-import type { RuleStore, Store } from './store.js';
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { badOption, describe, SluiceError } from '../errors.js';
+import { eventsHeard, publish } from '../events.js';
+import type { LimiterEvent } from '../limiter-options.js';
+import { checkNames, isFunction, ownCopy } from '../options.js';
+import { type PolicyInput, parsePolicies } from '../policy/policy.js';
+import type { RuleStore, Store } from '../store/contract.js';
+import { createRuleCopy, timed } from './copy.js';
+import type { Rule, RuleKind } from './entry.js';
+import { checkPattern, checkRuleOptions, checkScope, decodeRule, identity, KINDS } from './entry.js';
+import type { RuleSet } from './match.js';
 
-export type { Rule, RuleKind } from './rule-entry.js';
+export type { Rule, RuleKind } from './entry.js';
 
 /** Options of createRules(). */
 export interface RulesOptions {
@@ -69,7 +69,7 @@ export interface RulesInside {
   now(): number;
   /** Resolves once the first load finished (or failed). */
   readonly ready: Promise<void>;
-  /** A limiter holds these rules (rule-check.ts): the store hears of it, for `sluice deny add` (rule-copy.ts). */
+  /** A limiter holds these rules (rule-check.ts): the store hears of it, for `sluice deny add` (copy.ts). */
   attach(): void;
   /** Writes a ban: a deny rule with `ban: true` that lapses after `forMs`. */
   ban(pattern: string, scope: string | undefined, forMs: number, reason: string): Promise<void>;

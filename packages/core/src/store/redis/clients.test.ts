@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { describe as describeValue } from './errors.js';
-import { looksLikeClient, scriptClient } from './redis-clients.js';
+import { describe as describeValue } from '../../errors.js';
+import { looksLikeClient, scriptClient } from './clients.js';
 
 const OWN = 'own-sha';
 const isOwn = (first: unknown) => first === OWN;

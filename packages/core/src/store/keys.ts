@@ -5,9 +5,9 @@
 //   the shard tag       a tag with its shard ('k~3'), the fallback tag (the local tier's, '!k');
 //   the store key       one policy's counters: `prefix:{tag}:policyId`;
 //   the id key          the record of an idempotent consume's id: `prefix:{tag}:id:idTag`;
-//   the guard key       a store's record of the calls it sent (redis-dispatch.ts): `sluice:call:storeId`.
-//   the rules keys      a prefix's rules, their version and log (rules.ts): `prefix:{#rules}:set`, `:v`, ...;
-//   the ban key         a counter's recent denials (ban.ts): `prefix:{tag}:ban`.
+//   the guard key       a store's record of the calls it sent (store/redis/dispatch.ts): `sluice:call:storeId`.
+//   the rules keys      a prefix's rules, their version and log (rules/rules.ts): `prefix:{#rules}:set`, `:v`, ...;
+//   the ban key         a counter's recent denials (rules/ban.ts): `prefix:{tag}:ban`.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 
@@ -99,7 +99,7 @@ function slotTags(): string[] {
 }
 
 /**
- * A prefix's rules (rules.ts, lua/rules.lua): the version counter `prefix:{#rules}:v`, the hash of the
+ * A prefix's rules (rules/rules.ts, lua/rules.lua): the version counter `prefix:{#rules}:v`, the hash of the
  * rules `:set`, the log of changes `:log`, the expiries `:exp`, the log's floor `:floor` and the mark of
  * a limiter reading them `:seen`. One hash tag, so one Cluster slot: a write, its version bump and its
  * log entry are one script call. '#rules' is no caller key's tag (a digest tag is '#' and 27

@@ -1,8 +1,8 @@
-// One pattern's rules in a scope of a RuleSet (rule-match.ts): a rule of each kind that is matched, and the
+// One pattern's rules in a scope of a RuleSet (match.ts): a rule of each kind that is matched, and the
 // rules of other spellings of the same address waiting behind it. Two spellings of an address
 // ('10.0.0.1', '10.0.0.1/32', '::ffff:10.0.0.1') are two rules in the store but one place in the trie:
 // the one written last is matched, and when it goes, the latest of the others takes its place.
-import type { Rule, RuleKind } from './rule-entry.js';
+import type { Rule, RuleKind } from './entry.js';
 
 /** One pattern's rules, a kind each matched (per scope). */
 export interface Slot {

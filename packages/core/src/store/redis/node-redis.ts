@@ -1,6 +1,7 @@
-// The store's view of a node-redis 4/5 client (redis-clients.ts tells the clients apart).
+// The store's view of a node-redis 4/5 client (clients.ts tells the clients apart).
+
+import type { AnyFn, Loose, NodeRedisClient, ScriptClient } from './clients.js';
 import { type Emitter, follow } from './connection.js';
-import type { AnyFn, Loose, NodeRedisClient, ScriptClient } from './redis-clients.js';
 
 interface NodeRedisSlots {
   slots?: Array<{ master?: { client?: { isReady?: unknown } } } | undefined>;

@@ -1,11 +1,11 @@
-// The rules a process holds, as it matches them on every decision (rule-copy.ts keeps it up to date;
+// The rules a process holds, as it matches them on every decision (copy.ts keeps it up to date;
 // rule-check.ts asks). Built from a full read of the store's rules, then changed a rule at a time as the
 // store's rules change (put, drop): a change costs the same for 10 rules held as for 100,000. Changes and
 // matches are synchronous, so a match never sees half a change.
 //
 // Matching, per scope (the rules of the call's scope, then the unscoped ones):
 //   - exact keys: one Map per scope, O(1);
-//   - addresses and CIDR ranges: a binary trie per family (rule-trie.ts; an IPv4-mapped IPv6 address or
+//   - addresses and CIDR ranges: a binary trie per family (trie.ts; an IPv4-mapped IPv6 address or
 //     range is IPv4), O(address bits) and in practice about log2 of the ranges. A trie, not
 //     node:net's BlockList: BlockList answers only whether an address is in the list, not which rule
 //     holds it (an override's policy, a rule's expiry and reason), and it checks its ranges one by one
@@ -17,11 +17,11 @@
 // A rule whose expiresAt (the store's clock) has passed is not matched, though it is still held until
 // the store's sweep of lapsed rules drops it (lua/rules.lua).
 import { type Address, parseAddress, v4Number } from './address.js';
-import type { Rule, RuleKind } from './rule-entry.js';
-import { dropFromSlot, emptySlot, newSlot, putInSlot, type Slot, slotRules } from './rule-slot.js';
-import { Trie } from './rule-trie.js';
+import type { Rule, RuleKind } from './entry.js';
+import { dropFromSlot, emptySlot, newSlot, putInSlot, type Slot, slotRules } from './slot.js';
+import { Trie } from './trie.js';
 
-export type { Rule, RuleKind } from './rule-entry.js';
+export type { Rule, RuleKind } from './entry.js';
 
 /** The rules of one scope. */
 class ScopeRules {
@@ -39,7 +39,7 @@ const SEEN_KEYS = 65_536;
 const live = (rule: Rule | undefined, now: number): rule is Rule =>
   rule !== undefined && (rule.expiresAt === undefined || rule.expiresAt > now);
 
-/** The rules a process holds, matched per request; rule-copy.ts puts and drops them as the store's rules change. */
+/** The rules a process holds, matched per request; copy.ts puts and drops them as the store's rules change. */
 export class RuleSet {
   private readonly scopes = new Map<string, ScopeRules>();
   /** The rule (or null: none) of keys matched lately on themselves alone (match()); emptied by every change. */
