@@ -3,7 +3,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, parseDuration, parseMaxWait } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
 import { checkNames, isFunction, isPositiveInteger, resolve, spec } from './options.js';
 
@@ -83,7 +83,7 @@ const RESERVE = {
   critical: spec(fraction('reserve.critical'), 0.5),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
-const wait = (n: string) => (v: unknown) => (v === 0 ? 0 : parseDuration(v, n));
+const wait = (n: string) => (v: unknown) => parseMaxWait(v, n);
 const WAITS = {
   critical: spec(wait('maxWait.critical'), 0),
   normal: spec(wait('maxWait.normal'), 0),

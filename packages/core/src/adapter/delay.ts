@@ -3,7 +3,7 @@
 // it is answered 429 as usual. It waits by limiter.wait (a reservation: its place in line, in every
 // process' order); a client that leaves while held gives its place back (the wait's abort).
 import type { Decision } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { type Duration, parseMaxWait } from '../duration.js';
 import { badOption } from '../errors.js';
 import type { ConsumeOptions, Limiter } from '../limiter.js';
 import type { WaitOptions } from '../wait.js';
@@ -24,14 +24,14 @@ export interface ResolvedDelay {
 
 const DELAY_NAMES = ['maxWait', 'maxQueued'];
 
-/** Checks `delay` at construction: maxWait a duration, maxQueued a positive integer (default 1000). */
+/** Checks `delay` at construction: maxWait a duration or 0, maxQueued a positive integer (default 1000). */
 export function isDelay(v: unknown, n: string): ResolvedDelay {
   if (v === null || typeof v !== 'object') badOption(n, "an object such as { maxWait: '5s' }", v);
   for (const name of Object.keys(v))
     if (!DELAY_NAMES.includes(name)) badOption(`${n}.${name}`, 'absent: delay takes maxWait and maxQueued', name);
   const { maxWait, maxQueued = 1000 } = v as DelayOptions;
   if (maxWait === undefined) badOption(`${n}.maxWait`, "a duration such as '5s'", maxWait);
-  const maxWaitMs = parseDuration(maxWait, `${n}.maxWait`);
+  const maxWaitMs = parseMaxWait(maxWait, `${n}.maxWait`);
   if (!Number.isInteger(maxQueued) || maxQueued < 1) badOption(`${n}.maxQueued`, 'a positive integer', maxQueued);
   return { maxWaitMs, maxQueued };
 }
