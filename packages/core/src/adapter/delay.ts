@@ -43,8 +43,10 @@ export function holder(limiter: Limiter, delay: ResolvedDelay): Hold {
   const { maxWaitMs, maxQueued } = delay;
   let held = 0;
   return async function hold(denied, key, charge, raw) {
-    // A rule's refusal counted nothing and waits for no turn; a turn past maxWait, a full queue or a client gone: 429.
-    if (denied.source === 'rule' || denied.retryAfterMs > maxWaitMs || held >= maxQueued || raw?.destroyed) return denied;
+    // A rule's refusal, or the store's absence (fail-closed), has no turn to wait for: answered as it is.
+    if (denied.source === 'rule' || denied.source === 'fail-closed') return denied;
+    // A turn past maxWait, a full queue or a client gone: 429.
+    if (denied.retryAfterMs > maxWaitMs || held >= maxQueued || raw?.destroyed) return denied;
     const controller = new AbortController();
     raw?.once('close', () => controller.abort(new Error('the client left')));
     const options: WaitOptions = { maxWait: maxWaitMs, signal: controller.signal };
