@@ -1,10 +1,11 @@
 // failMode 'closed' with `fallback: false`, on real servers of every adapter and a real Redis that is killed:
 // while the store cannot answer, every request is refused with 503, Retry-After and problem+json (not 429: the
 // client did nothing wrong), where the per-process fallback, which starts full, would let a locked-out client in.
+// Fastify, with an error handler of the app's, hands it the error (statusCode 503) to shape.
 import { redisStore } from '@sluice/core';
 import Redis from 'ioredis';
 import { harnesses, type Running } from './support/http';
-import { type RedisServer, sleep, startRedis, uniquePrefix } from './support/redis';
+import { freePort, type RedisServer, sleep, startRedis, uniquePrefix } from './support/redis';
 
 const skipOwn = process.env.REDIS_URL ? describe.skip : describe;
 
@@ -63,4 +64,36 @@ skipOwn.each(harnesses.map((h) => [h.name, h] as const))('%s: fallback: false', 
     }
     expect(status).toBe(200);
   });
+});
+
+test("fastify: with an error handler of the app's, fallback: false throws statusCode 503, code 'FST_SLUICE_UNAVAILABLE'", async () => {
+  const fastify = harnesses.find((h) => h.name === 'fastify') as (typeof harnesses)[number];
+  // A Redis that is not there: nothing listens on this port.
+  const absent = new Redis({ port: await freePort(), retryStrategy: () => 1000 });
+  absent.on('error', () => {});
+  const seen: unknown[] = [];
+  const running = await fastify.start({
+    app: { policy: '3/15m', store: redisStore({ client: absent }), fallback: false, timeout: 100 },
+    routes: [{ method: 'POST', path: '/login' }],
+    errorHandler: (error, _request, reply) => {
+      seen.push(error);
+      const e = error as { statusCode: number };
+      return (reply as { code(n: number): { send(b: string): unknown } }).code(e.statusCode).send('the app says: later');
+    },
+  });
+  try {
+    const res = await fetch(`${running.url}/login`, { method: 'POST' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    expect(seen).toEqual([
+      expect.objectContaining({
+        statusCode: 503,
+        code: 'FST_SLUICE_UNAVAILABLE',
+        decision: expect.objectContaining({ source: 'fail-closed' }),
+      }),
+    ]);
+  } finally {
+    await running.close();
+    absent.disconnect();
+  }
 });

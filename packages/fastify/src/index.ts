@@ -83,16 +83,21 @@ declare module 'fastify' {
   }
 }
 
-/** Thrown for a limited request, so the app's error handler can shape the answer. */
+/**
+ * Thrown for a limited request, so the app's error handler can shape the answer: code 'FST_SLUICE_RATE_LIMITED'
+ * (429), or 'FST_SLUICE_UNAVAILABLE' (503) for a refusal while the store cannot answer (`fallback: false`).
+ */
 export class RateLimitError extends Error {
   readonly statusCode: number;
-  readonly code = 'FST_SLUICE_RATE_LIMITED';
+  readonly code: 'FST_SLUICE_RATE_LIMITED' | 'FST_SLUICE_UNAVAILABLE';
   readonly decision: Decision;
   /** The default answer's body and content type. */
   readonly response: LimitedResponse;
   constructor(decision: Decision, response: LimitedResponse) {
-    super(decision.source === 'fail-closed' ? 'The rate limiter cannot reach its store' : `Rate limit "${decision.policy}" exceeded`);
+    const unavailable = decision.source === 'fail-closed';
+    super(unavailable ? 'The rate limiter cannot reach its store' : `Rate limit "${decision.policy}" exceeded`);
     this.name = 'RateLimitError';
+    this.code = unavailable ? 'FST_SLUICE_UNAVAILABLE' : 'FST_SLUICE_RATE_LIMITED';
     this.statusCode = response.status;
     this.decision = decision;
     this.response = response;
