@@ -5,7 +5,7 @@
 /** onEvent for every limiter: one line when the store goes down and one when it is back. */
 export function logBreaker(event) {
   const on = (event.prefixes ?? [event.prefix]).join(', ');
-  if (event.type === 'breaker-open') console.warn(`store down (${event.error?.message}): deciding locally for ${on}`);
+  if (event.type === 'breaker-open') console.warn(`store down (${event.error?.message}): the fail modes answer for ${on}`);
   if (event.type === 'breaker-close') console.warn(`store back after ${Math.round(event.latencyMs)} ms for ${on}`);
 }
 

@@ -3,7 +3,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { metrics } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { createLimiter, type Decision, SluiceError } from '@sluice/core';
+import { createLimiter, type Decision, SluiceError, type Store } from '@sluice/core';
 import {
   DEFAULT_MAX_POLICIES,
   type OpenTelemetryMeter,
@@ -102,6 +102,15 @@ describe('prometheusMetrics', () => {
     expect(await promCount(register, { prefix, outcome: 'denied' })).toBe(shadowed);
     await limiter.peek('k');
     expect(await promCount(register, { prefix })).toBe(decisions.length + 1);
+    await limiter.close();
+  });
+
+  it("counts a refusal while the store cannot answer (fallback: false) as denied, source 'fail-closed'", async () => {
+    const prefix = uniquePrefix();
+    const down: Store = { local: false, decide: () => Promise.reject(new Error('down')), reset: async () => {}, close: async () => {} };
+    const limiter = createLimiter({ prefix, policy: '5/15m', store: down, fallback: false, breaker: false });
+    for (let i = 0; i < 3; i++) expect(await limiter.consume(`k${i}`)).toMatchObject({ allowed: false, source: 'fail-closed' });
+    expect(await promCount(register, { prefix, outcome: 'denied', source: 'fail-closed' })).toBe(3);
     await limiter.close();
   });
 

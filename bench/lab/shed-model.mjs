@@ -3,7 +3,7 @@
 // Requests arrive on a fixed schedule (rate x capacity); the server runs turns of its event loop: each turn reads
 // every request that arrived before it began and runs them one after another, an admitted one for `service` ms
 // (the handler plus its framework), a shed one for `shedCost` ms (the framework's cost of reading and answering
-// it). Slots come back at the end of the turn, as in Node; the event loop's delay read by the shedder is the
+// it). Slots come back at the end of the turn, as the adapters give them back; the event loop's delay read by the shedder is the
 // longest turn since its last read. Latency counts from arrival to the end of the request's run. Each load
 // starts a new shedder after a warm-up below capacity, as bench/overload.mjs does. Deterministic (--arrivals
 // poisson: random gaps, from a fixed seed).
@@ -71,10 +71,11 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
   const perClass = typeof options.maxWait === 'object';
   const waitOf = (critical) => (perClass ? ms(options.maxWait[critical ? 'critical' : 'normal']) : ms(options.maxWait));
   const room = [];
+  const ended = [];
   const admit = (i, critical, permit) => {
     state.now += SERVICE * SLOW;
     record(i, critical, true);
-    permit.release();
+    ended.push(permit);
   };
   let next = 0;
   while (next < total) {
@@ -110,7 +111,8 @@ async function run(load, shedCost, criticalEvery = 0, options = SHED) {
       } else record(i, critical, false);
     }
     state.longest = Math.max(state.longest, state.now - start);
-    await turn(); // the slots come back, the shedder adapts
+    for (const permit of ended.splice(0)) permit.release(); // the turn ends: its slots come back
+    await turn(); // the shedder adapts
     if (next > warm) limits.push(shedder.limit);
   }
   for (const w of room) record(w.i, w.critical, false);

@@ -1,6 +1,6 @@
 // Express on a Redis Cluster. REDIS_CLUSTER_NODES lists some of its nodes ('127.0.0.1:7000,127.0.0.1:7001');
 // ioredis finds the rest. GET / passes two limits: the whole API's, on one hot key split into shards, and
-// each client's; POST /login is strict and falls back to a small per-process limit when the cluster is down.
+// each client's; POST /login is strict and refuses every request (503) while the cluster is down.
 import { redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
 import express from 'express';
@@ -34,8 +34,9 @@ app.get('/', rateLimit({ policy: ['20/1s', '1000/1h'], store, failMode: 'open', 
   res.send(`hello, ${left(req.rateLimit)} this second\n`);
 });
 
-// Fail closed: while the cluster is down, each process allows 2 logins per client per 15 minutes on its own.
-app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m', onEvent }), (_req, res) => {
+// Fail closed: while the cluster is down, no login is tried (503 with Retry-After); a per-process fallback would
+// start full, and let a client locked out by the cluster try again.
+app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: false, onEvent }), (_req, res) => {
   res.send('logged in\n');
 });
 

@@ -1,5 +1,5 @@
 // Express with @sluice/express: GET / is limited per client and fails open, POST /login is strict and fails
-// closed to a small per-process limit, GET /api is limited by the caller's plan, GET /health is never limited.
+// closed (503 while the store is down), GET /api is limited by the caller's plan, GET /health is never limited.
 // Counts in the embedded memory store, or in Redis when REDIS_URL is set (e.g. redis://localhost:6379).
 // SLUICE_METRICS=1 serves the limiter's Prometheus metrics on GET /metrics (@sluice/metrics); TRUST_PROXY=1
 // takes the client from X-Forwarded-For.
@@ -36,7 +36,7 @@ app.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open', onEvent: logB
   res.send(`hello, ${left(req.rateLimit)} this minute\n`);
 });
 
-app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m', onEvent: logBreaker }), (_req, res) => {
+app.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: false, onEvent: logBreaker }), (_req, res) => {
   res.send('logged in\n');
 });
 

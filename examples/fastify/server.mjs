@@ -1,5 +1,5 @@
 // Fastify with @sluice/fastify: GET / is limited per client and fails open, POST /login is strict and fails
-// closed to a small per-process limit, GET /health is never limited. Counts in the embedded memory store, or
+// closed (503 while the store is down), GET /health is never limited. Counts in the embedded memory store, or
 // in Redis when REDIS_URL is set (e.g. redis://localhost:6379).
 import { memoryStore, redisStore } from '@sluice/core';
 import { rateLimit } from '@sluice/fastify';
@@ -22,7 +22,7 @@ app.get('/health', { config: { rateLimit: false } }, async () => 'ok\n');
 app.get('/', async (request) => `hello, ${left(request.rateLimit)} this minute\n`);
 
 // Route options are merged over the plugin's: this route's policy and fail mode win, the store is shared.
-app.post('/login', { config: { rateLimit: { policy: '5/15m', failMode: 'closed', fallback: '2/15m' } } }, async () => 'logged in\n');
+app.post('/login', { config: { rateLimit: { policy: '5/15m', failMode: 'closed', fallback: false } } }, async () => 'logged in\n');
 
 await app.listen({ port: Number(process.env.PORT ?? 3000) });
 console.log(`listening on http://localhost:${app.server.address().port} (${process.env.REDIS_URL ? 'Redis' : 'memory store'})`);

@@ -1,5 +1,5 @@
 // Koa and @koa/router with @sluice/koa: GET / is limited per client and fails open, POST /login is strict and
-// fails closed to a small per-process limit, GET /health is never limited. Counts in the embedded memory store,
+// fails closed (503 while the store is down), GET /health is never limited. Counts in the embedded memory store,
 // or in Redis when REDIS_URL is set (e.g. redis://localhost:6379).
 import { Router } from '@koa/router';
 import { memoryStore, redisStore } from '@sluice/core';
@@ -23,7 +23,7 @@ router.get('/', rateLimit({ policy: '10/1m', store, failMode: 'open', onEvent: l
   ctx.body = `hello, ${left(ctx.state.rateLimit)} this minute\n`;
 });
 
-router.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: '2/15m', onEvent: logBreaker }), (ctx) => {
+router.post('/login', rateLimit({ policy: '5/15m', store, failMode: 'closed', fallback: false, onEvent: logBreaker }), (ctx) => {
   ctx.body = 'logged in\n';
 });
 

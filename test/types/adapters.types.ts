@@ -50,6 +50,9 @@ declare const decisionSink: (d: Decision | undefined) => void;
   expressRateLimit({ policy: '1/s', headers: 'nope' });
   // @ts-expect-error failMode must be 'open' | 'closed'
   expressRateLimit({ policy: '1/s', failMode: 'sometimes' });
+  expressRateLimit({ policy: '5/15m', failMode: 'closed', fallback: false });
+  // @ts-expect-error fallback is policies or false (refuse while the store is down), not null
+  expressRateLimit({ policy: '5/15m', fallback: null });
   // @ts-expect-error key must return a string
   expressRateLimit({ policy: '1/s', key: () => 42 });
   // @ts-expect-error cost must return a number

@@ -10,6 +10,8 @@ export interface Breaker {
   failure(now: number, error: Error): void;
   /** A call the store could not make yet (its connection was being made): no failure, and a probe's turn passes to the next call. */
   unanswered(): void;
+  /** ms until a caller refused now should try again: until the next probe while open, else one cooldown. */
+  retryIn(now: number): number;
 }
 
 export function createBreaker(
@@ -49,6 +51,7 @@ export function createBreaker(
     unanswered() {
       probing = false;
     },
+    retryIn: (now) => (openUntil > now ? openUntil - now : cooldownMs),
   };
 }
 

@@ -3,7 +3,7 @@ import type { Rule } from './rules/match.js';
 import type { StoreReply } from './store/contract.js';
 
 /** Where a decision came from. */
-export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open' | 'rule';
+export type DecisionSource = 'store' | 'deny-cache' | 'prefilter' | 'fallback' | 'fail-open' | 'fail-closed' | 'rule';
 
 /** One policy's part in a decision. */
 export interface PolicyDecision {
@@ -23,17 +23,17 @@ export interface PolicyDecision {
 /**
  * The answer to one consume or peek. Where it came from (`source`) says what its counts mean:
  * 'store', 'deny-cache', 'prefilter' and 'fallback' counted (the fallback in this process only);
- * 'fail-open' counted nothing — the store could not be asked — so its `remaining` and `resetMs` are 0,
- * not a count, and the rate-limit headers carry the policy but no remaining or reset.
+ * 'fail-open' and 'fail-closed' counted nothing — the store could not be asked — so their `remaining` and
+ * `resetMs` are 0, not a count, and the rate-limit headers carry the policy but no remaining or reset.
  */
 export interface Decision {
   /** Whether the request may proceed. */
   allowed: boolean;
   /** The binding policy's limit. */
   limit: number;
-  /** The binding policy's remaining units after this request, integer >= 0 (0 on 'fail-open': unknown). */
+  /** The binding policy's remaining units after this request, integer >= 0 (0 on 'fail-open' and 'fail-closed': unknown). */
   remaining: number;
-  /** ms until the binding policy is fully replenished (0 on 'fail-open': unknown). */
+  /** ms until the binding policy is fully replenished (0 on 'fail-open' and 'fail-closed': unknown). */
   resetMs: number;
   /** 0 when allowed; else ms until this cost could pass. */
   retryAfterMs: number;
@@ -41,7 +41,10 @@ export interface Decision {
   policy: string;
   /** Each policy's part, in the order the policies were given. */
   policies: PolicyDecision[];
-  /** Which tier decided: the store, the deny cache, the prefilter, the local fallback, the fail mode 'open', or a rule. */
+  /**
+   * Which tier decided: the store, the deny cache, the prefilter, the local fallback, the fail mode 'open', a
+   * refusal while the store cannot answer (`fallback: false`: 'fail-closed'), or a rule.
+   */
   source: DecisionSource;
   /** A wait's decision only: ms it waited for its turn (limiter.wait). */
   waitedMs?: number;
@@ -118,8 +121,11 @@ export function replyRetryMs(reply: StoreReply): number {
   return most;
 }
 
-/** The decision when the store is unreachable and the fail mode is 'open': allowed, with no count known (remaining 0, not the limit). */
-export function failOpenDecision(policies: readonly Policy[]): Decision {
+/**
+ * The decision when the store cannot answer and nothing is counted (remaining 0, not the limit): 'fail-open'
+ * allows; 'fail-closed' (`fallback: false`) refuses, for `retryAfterMs`.
+ */
+export function uncountedDecision(policies: readonly Policy[], source: 'fail-open' | 'fail-closed', retryAfterMs = 0): Decision {
   const entries = policies.map(
     (p): PolicyDecision => ({
       name: p.name,
@@ -127,19 +133,19 @@ export function failOpenDecision(policies: readonly Policy[]): Decision {
       windowMs: p.windowMs,
       remaining: 0,
       resetMs: 0,
-      retryAfterMs: 0,
+      retryAfterMs,
       ...(p.algorithm === 'concurrent' ? { concurrent: true as const } : {}),
     }),
   );
   const b = entries[0] as PolicyDecision;
   return {
-    allowed: true,
+    allowed: source === 'fail-open',
     limit: b.limit,
     remaining: b.remaining,
     resetMs: 0,
-    retryAfterMs: 0,
+    retryAfterMs,
     policy: b.name,
     policies: entries,
-    source: 'fail-open',
+    source,
   };
 }

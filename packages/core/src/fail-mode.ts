@@ -1,6 +1,6 @@
 // The fail mode: the decision when the store cannot answer (an error, a timeout, the breaker open).
 import type { Attempt } from './attempt.js';
-import { type Decision, failOpenDecision, toDecision } from './decision.js';
+import { type Decision, toDecision, uncountedDecision } from './decision.js';
 import type { FailMode } from './limiter-options.js';
 import { isConcurrent, type Policy } from './policy/policy.js';
 import { longestWindow, type PolicySet } from './policy-set.js';
@@ -14,30 +14,40 @@ export interface FailModeOf {
   adjust(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision>;
 }
 
+/** ms a 'fail-closed' refusal asks the client to wait when no breaker says when the store is asked again. */
+const RETRY_MS = 1000;
+
 /**
  * 'open': allowed, with no count known (source 'fail-open'). 'closed': the local fallback decides (source
  * 'fallback'): the limiter's `fallback` when given, else the attempt's own policies (a call's plan).
+ * 'refuse' (failMode 'closed' with `fallback: false`): refused, with no count known (source 'fail-closed'),
+ * for `retryIn()` ms (the breaker's next probe), else a second.
  */
 export function createFailMode(
-  mode: FailMode,
+  mode: FailMode | 'refuse',
   prefix: string,
   local: Store | undefined,
-  emit: (type: 'fail-open' | 'fallback', key: string) => void,
+  emit: (type: 'fail-open' | 'fallback' | 'fail-closed', key: string) => void,
+  retryIn: () => number | undefined,
 ): FailModeOf {
   const keysOf = (tag: string, ps: readonly Policy[]) => requestKeys(prefix, tag, ps);
+  const refused = (ps: readonly Policy[]) => uncountedDecision(ps, 'fail-closed', Math.max(1, Math.ceil(retryIn() ?? RETRY_MS)));
   async function adjust(tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
-    if (mode === 'open' || local === undefined) return failOpenDecision(ps);
+    if (mode === 'refuse') return refused(ps);
+    if (mode === 'open' || local === undefined) return uncountedDecision(ps, 'fail-open');
     const fps = set.fallback.filter((p) => !isConcurrent(p));
-    if (fps.length === 0) return failOpenDecision(ps);
+    if (fps.length === 0) return uncountedDecision(ps, 'fail-open');
     const reply = await local.decide({ keys: keysOf(fallbackTag(tag), fps), policies: fps, cost: 1, peek: false, delta });
     return toDecision(fps, reply, 'fallback');
   }
-  if (mode === 'open') {
-    const open = (attempt: Attempt) => {
-      emit('fail-open', attempt.key);
-      return Promise.resolve(failOpenDecision(attempt.set.policies));
+  if (mode !== 'closed') {
+    const source = mode === 'open' ? 'fail-open' : 'fail-closed';
+    const decide = mode === 'open' ? (ps: readonly Policy[]) => uncountedDecision(ps, 'fail-open') : refused;
+    const uncounted = (attempt: Attempt) => {
+      emit(source, attempt.key);
+      return Promise.resolve(decide(attempt.set.policies));
     };
-    return Object.assign(open, { adjust });
+    return Object.assign(uncounted, { adjust });
   }
   const closed = async (attempt: Attempt) => {
     const { fallback } = attempt.set;

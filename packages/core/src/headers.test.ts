@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Decision } from './decision.js';
-import { failOpenDecision } from './decision.js';
+import { uncountedDecision } from './decision.js';
 import { parseHeadersMode, partitionKey, rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { parsePolicies } from './policy/policy.js';
 
@@ -38,7 +38,7 @@ describe('rateLimitHeaders', () => {
   });
 
   it('a fail-open decision knows no count: policy, but no RateLimit or remaining', () => {
-    const open = failOpenDecision(parsePolicies('10/1m'));
+    const open = uncountedDecision(parsePolicies('10/1m'), 'fail-open');
     expect(rateLimitHeaders(open, { headers: 'both' })).toEqual({
       'RateLimit-Policy': '"10-per-60s";q=10;w=60',
       'X-RateLimit-Limit': '10',
@@ -47,7 +47,7 @@ describe('rateLimitHeaders', () => {
 
   it('Retry-After is at least 1, and sub-second windows show w=1', () => {
     expect(retryAfterSeconds({ ...denied, retryAfterMs: 1 })).toBe(1);
-    const fast = failOpenDecision(parsePolicies('5/500ms'));
+    const fast = uncountedDecision(parsePolicies('5/500ms'), 'fail-open');
     expect(rateLimitHeaders(fast)['RateLimit-Policy']).toBe('"5-per-500ms";q=5;w=1');
   });
 

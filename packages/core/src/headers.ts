@@ -42,8 +42,8 @@ function member(p: PolicyDecision): string {
 
 /**
  * The response headers for a decision, computed once here for every adapter. A denial always carries
- * Retry-After (whole seconds, rounded up, at least 1), whatever the mode. A fail-open decision knows
- * no count, so it carries the policy but no remaining or reset. Default mode 'draft'
+ * Retry-After (whole seconds, rounded up, at least 1), whatever the mode. A fail-open or fail-closed decision
+ * knows no count, so it carries the policy but no remaining or reset. Default mode 'draft'
  * (draft-ietf-httpapi-ratelimit-headers-10). 'draft-8' names the partition by `key` (its `pk`).
  * @example rateLimitHeaders(decision) // { 'RateLimit-Policy': '"100-per-60s";q=100;w=60', RateLimit: '"100-per-60s";r=42;t=18' }
  */
@@ -52,7 +52,7 @@ export function rateLimitHeaders(decision: Decision, options: { headers?: Header
   const out: Record<string, string> = {};
   if (!decision.allowed) out['Retry-After'] = String(retryAfterSeconds(decision));
   if (mode === 'draft-6' || mode === 'draft-7' || mode === 'draft-8') return earlierDraft(decision, mode, options.key ?? '', out);
-  const known = decision.source !== 'fail-open';
+  const known = decision.source !== 'fail-open' && decision.source !== 'fail-closed';
   if (mode === 'draft' || mode === 'both') {
     // A concurrent policy has no window: q is its slots, and no w.
     out['RateLimit-Policy'] = decision.policies

@@ -15,7 +15,7 @@ import {
   resolve,
   spec,
 } from './options.js';
-import { isConcurrent, type PolicyInput, parsePolicies, parsePolicy } from './policy/policy.js';
+import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy/policy.js';
 import { type BanOptions, banSettings } from './rules/ban.js';
 import { type Rules, rulesInside } from './rules/rules.js';
 import type { Store } from './store/contract.js';
@@ -41,6 +41,7 @@ export interface LimiterEvent {
     | 'breaker-close'
     | 'fallback'
     | 'fail-open'
+    | 'fail-closed'
     | 'denied'
     | 'shadow-denied'
     | 'settle-error'
@@ -75,8 +76,11 @@ export interface LimiterOptions {
   prefix?: string;
   /** When the store fails or times out: 'open' allows, 'closed' asks the local fallback. Default 'closed'. */
   failMode?: FailMode;
-  /** The local per-process limit used while the store is down (failMode 'closed'). Default: the call's policies. */
-  fallback?: PolicyInput | PolicyInput[];
+  /**
+   * The local per-process limit used while the store is down (failMode 'closed'), or false: refuse every request
+   * while the store cannot answer (source 'fail-closed', until the breaker's next probe). Default: the call's policies.
+   */
+  fallback?: PolicyInput | PolicyInput[] | false;
   /** ms budget for one store call. Default 50. */
   timeout?: number;
   /** Split each key over N sub-keys (hot keys), each with its share of every limit. Default 1. */
@@ -126,6 +130,14 @@ function isFailMode(v: unknown, n: string): FailMode {
   return v;
 }
 
+/** fallback: policies, or false (refuse every request while the store cannot answer). */
+function isFallback(v: unknown, n: string): Policy[] | false {
+  if (v === false) return false;
+  if (typeof v !== 'string' && (typeof v !== 'object' || v === null))
+    badOption(n, 'a policy, an array of policies, or false (refuse every request while the store cannot answer)', v);
+  return parsePolicies(v, n);
+}
+
 function isTimeout(v: unknown, n: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) badOption(n, 'a positive number of ms', v);
   return v;
@@ -158,7 +170,7 @@ export const LIMITER_OPTIONS = {
   store: spec(isStore),
   prefix: spec(isPrefix, 'sluice'),
   failMode: spec(isFailMode, 'closed'),
-  fallback: spec(parsePolicies),
+  fallback: spec(isFallback),
   timeout: spec(isTimeout, 50),
   shards: spec(isPositiveInteger, 1),
   denyCache: spec(denyCacheKeys, DENY_CACHE_KEYS),
@@ -198,6 +210,8 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
       `rules must be of the limiter's prefix ${mine}, got rules of prefix ${theirs}: give createRules({ store, prefix: ${mine} })`,
     );
   }
+  if (o.fallback === false && o.failMode === 'open')
+    badOption('fallback', "a policy or absent with failMode 'open' (false refuses while the store is down: failMode 'closed')", false);
   // Shards that cannot split a policy, and concurrent policies with shards or a prefilter, are refused
   // where every policy set is made (policy-set.ts), the limiter's own at construction.
   return {

@@ -57,13 +57,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const o = resolveLimiterOptions(options);
   const { prefix, store, clock, onEvent } = o;
   const guarded = !store.local;
-  const setOptions = { shards: o.shards, fallback: o.fallback, prefilter: o.prefilter !== undefined };
+  const setOptions = { shards: o.shards, fallback: o.fallback || undefined, prefilter: o.prefilter !== undefined };
   const own = o.policy && policySet(o.policy, setOptions, '', 'policy');
   const calls = createPolicyCache(own, setOptions);
   const denyCache = guarded && o.denyCache > 0 ? new DenyCache(o.denyCache) : undefined;
   // The local tiers count on the wall clock as the memory store does (calendar periods need it), or on
   // the test clock when one is given.
-  const local = o.prefilter || (guarded && o.failMode === 'closed') ? memoryStore(o.testClock ? { clock } : {}) : undefined;
+  const fallsBack = o.failMode === 'closed' && o.fallback !== false;
+  const local = o.prefilter || (guarded && fallsBack) ? memoryStore(o.testClock ? { clock } : {}) : undefined;
 
   const hooks = [onEvent];
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
@@ -72,7 +73,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const storeCall = createStoreCall(store, o, { prefix, onEvent });
   const reportError: ReportError = (key, error, latencyMs) =>
     emit(key === undefined ? { type: 'store-error', error, latencyMs } : { type: 'store-error', key, error, latencyMs });
-  const failMode = createFailMode(o.failMode, prefix, local, (type, key) => emit({ type, key }));
+  const failMode = createFailMode(
+    o.fallback === false ? 'refuse' : o.failMode,
+    prefix,
+    local,
+    (type, key) => emit({ type, key }),
+    () => storeCall.retryIn(clock()),
+  );
   const prefilter = o.prefilter && createPrefilter(o.prefilter, prefix, local as NonNullable<typeof local>);
 
   // Concurrent slots, per policy set that has any (made when first used).
@@ -80,7 +87,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const slotsOf = (set: PolicySet): Slots => {
     let slots = slotsBySet.get(set);
     if (slots === undefined) {
-      const fallbackLocal = o.failMode === 'closed' ? local : undefined;
+      const fallbackLocal = fallsBack ? local : undefined;
       slots = createSlots({ prefix, policies: set.policies, fallback: set.fallback, local: fallbackLocal, storeCall, clock, reportError });
       slotsBySet.set(set, slots);
     }

@@ -2,7 +2,7 @@
 // the upstream's own limits: a 429 or 503 that says when to come back (Retry-After, or the RateLimit
 // headers of draft-ietf-httpapi-ratelimit-headers, -10 and the earlier drafts) charges the key until
 // then, in the store, so every process that shares it holds off, not only this one.
-import type { Duration } from './duration.js';
+import { type Duration, parseMaxWait } from './duration.js';
 import { badOption } from './errors.js';
 import type { Limiter } from './limiter-api.js';
 import type { WaitOptions } from './wait.js';
@@ -75,6 +75,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): typeof fetch
     badOption('limiter', 'a Limiter (createLimiter)', limiter);
   if (typeof key !== 'function') badOption('key', 'a function of the URL', key);
   if (typeof send !== 'function') badOption('fetch', 'a fetch function', send);
+  const maxWaitMs = maxWait === undefined ? undefined : parseMaxWait(maxWait, 'maxWait');
 
   /** Charges `k` enough that its next request passes no sooner than `ms` from now (the policies' own units). */
   async function holdOff(k: string, ms: number): Promise<void> {
@@ -92,7 +93,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): typeof fetch
     const url = new URL(input instanceof Request ? input.url : String(input));
     const k = key(url);
     const wait: WaitOptions = {};
-    if (maxWait !== undefined) wait.maxWait = maxWait;
+    if (maxWaitMs !== undefined) wait.maxWait = maxWaitMs;
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
     if (signal) wait.signal = signal;
     await limiter.wait(k, wait);

@@ -24,6 +24,8 @@ export interface StoreListener {
 export interface StoreCall {
   /** May a call go to the store now? False while the breaker is open: the fail mode answers instead. */
   allow(now: number): boolean;
+  /** ms until a caller the store could not answer now should try again (the breaker's next probe); undefined without a breaker. */
+  retryIn(now: number): number | undefined;
   /** Calls the store, under its deadline; the breaker learns the outcome. Answers `listener` exactly once. */
   decide(request: StoreRequest, now: number, listener: StoreListener): void;
   /** Leaves the shared breaker. */
@@ -81,6 +83,7 @@ export function createStoreCall(
   if (store.local) {
     return {
       allow: () => true,
+      retryIn: () => undefined,
       decide: (request, _now, listener) =>
         void store.decide(request).then(
           (reply) => listener.answered(undefined, reply, 0),
@@ -133,6 +136,7 @@ export function createStoreCall(
 
   return {
     allow: (now) => breaker === undefined || breaker.allow(now),
+    retryIn: (now) => breaker?.retryIn(now),
     decide(request, now, listener) {
       // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
       const startedAt = o.testClock ? performance.now() : now;

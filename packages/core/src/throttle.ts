@@ -1,5 +1,5 @@
 // throttle(fn): fn, called no faster than a limiter allows, each call waiting its turn (limiter.wait).
-import type { Duration } from './duration.js';
+import { type Duration, parseMaxWait } from './duration.js';
 import { badOption } from './errors.js';
 import type { Limiter } from './limiter-api.js';
 import type { WaitOptions } from './wait.js';
@@ -29,9 +29,10 @@ export function throttle<A extends unknown[], R>(fn: (...args: A) => R, options:
   if (typeof key !== 'string' && typeof key !== 'function') badOption('key', 'a string or a function of the arguments', key);
   if (cost !== undefined && typeof cost !== 'number' && typeof cost !== 'function')
     badOption('cost', 'a number or a function of the arguments', cost);
+  const maxWaitMs = maxWait === undefined ? undefined : parseMaxWait(maxWait, 'maxWait');
   return async function throttled(...args: A): Promise<Awaited<R>> {
     const wait: WaitOptions = {};
-    if (maxWait !== undefined) wait.maxWait = maxWait;
+    if (maxWaitMs !== undefined) wait.maxWait = maxWaitMs;
     if (cost !== undefined) wait.cost = typeof cost === 'function' ? cost(...args) : cost;
     await limiter.wait(typeof key === 'function' ? key(...args) : key, wait);
     return await fn(...args);

@@ -1,6 +1,10 @@
+import { isDelay } from './adapter/delay.js';
 import { createLimiter } from './limiter.js';
+import { rateLimitedFetch } from './rate-limited-fetch.js';
+import { createShedder } from './shed/shedder.js';
 import type { Store } from './store/contract.js';
 import { memoryStore } from './store/memory-store.js';
+import { throttle } from './throttle.js';
 
 describe('limiter.wait on the memory store', () => {
   test('10 waits on a 5/s bucket (burst 5): 5 at once, then one per 200 ms, in the order called', async () => {
@@ -80,6 +84,24 @@ describe('limiter.wait on the memory store', () => {
     await limiter.close();
   });
 
+  test.each([
+    ['a reservation (token bucket)', { limit: 2, window: '10s' }],
+    ['an ask at the retry time (fixed window)', { limit: 2, window: '10s', algorithm: 'fixed-window', start: 'first-hit' }],
+  ] as const)(
+    'maxWait 0 passes now when the cost can, else rejects at once with ERR_SLUICE_WAIT, charging nothing: %s',
+    async (_, policy) => {
+      const limiter = createLimiter({ policy, store: memoryStore({ clock: () => 1_700_000_000_000 }) });
+      expect(await limiter.wait('k', { maxWait: 0 })).toMatchObject({ allowed: true, remaining: 1, waitedMs: expect.any(Number) });
+      expect(await limiter.wait('k', { maxWait: '0s' })).toMatchObject({ allowed: true, remaining: 0 });
+      const before = await limiter.peek('k');
+      const t = performance.now();
+      await expect(limiter.wait('k', { maxWait: 0 })).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT', retryAfterMs: expect.any(Number) });
+      expect(performance.now() - t).toBeLessThan(1000);
+      expect(await limiter.peek('k')).toEqual(before);
+      await limiter.close();
+    },
+  );
+
   test('bad options throw ERR_SLUICE_OPTION naming them', async () => {
     const limiter = createLimiter({ policy: '1/s', store: memoryStore() });
     await expect(limiter.wait('k', { maxWait: -1 })).rejects.toMatchObject({
@@ -115,5 +137,45 @@ describe('limiter.wait when the store cannot answer', () => {
     expect(performance.now() - t).toBeGreaterThanOrEqual(250);
     await expect(limiter.wait('k', { maxWait: 10 })).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT' });
     await limiter.close();
+  });
+});
+
+describe('maxWait is checked where it is given, by one check', () => {
+  const limiter = createLimiter({ policy: '1/s', store: memoryStore() });
+  afterAll(() => limiter.close());
+  const bad = [-1, 'soon', Number.NaN, '5 minutes'];
+  const refused = { code: 'ERR_SLUICE_OPTION', message: expect.stringContaining('maxWait must be 0 or a duration') };
+
+  test.each(bad)('limiter.wait refuses maxWait %p', async (maxWait) => {
+    await expect(limiter.wait('k', { maxWait: maxWait as number })).rejects.toMatchObject(refused);
+  });
+
+  test.each(bad)('throttle refuses maxWait %p at construction', (maxWait) => {
+    expect(() => throttle(() => 1, { limiter, maxWait: maxWait as number })).toThrow(expect.objectContaining(refused));
+  });
+
+  test.each(bad)('rateLimitedFetch refuses maxWait %p at construction', (maxWait) => {
+    expect(() => rateLimitedFetch({ limiter, maxWait: maxWait as number })).toThrow(expect.objectContaining(refused));
+  });
+
+  test.each(bad)("the adapters' delay refuses maxWait %p at construction", (maxWait) => {
+    expect(() => isDelay({ maxWait }, 'delay')).toThrow(
+      expect.objectContaining({ message: expect.stringContaining('delay.maxWait must be 0 or a duration') }),
+    );
+  });
+
+  test.each(bad)('createShedder refuses maxWait %p', (maxWait) => {
+    expect(() => createShedder({ maxWait: maxWait as number })).toThrow(expect.objectContaining(refused));
+  });
+
+  test('each takes 0 and a duration', async () => {
+    for (const maxWait of [0, '0ms', 250, '2s'] as const) {
+      expect(throttle(() => 1, { limiter, maxWait })).toBeInstanceOf(Function);
+      expect(rateLimitedFetch({ limiter, maxWait })).toBeInstanceOf(Function);
+      expect(isDelay({ maxWait }, 'delay')).toMatchObject({ maxQueued: 1000 });
+      createShedder({ maxWait, eventLoopDelay: () => 0 }).close();
+    }
+    expect(await throttle((x: number) => x * 2, { limiter, key: 't', maxWait: 0 })(21)).toBe(42);
+    await expect(throttle(() => 1, { limiter, key: 't', maxWait: 0 })()).rejects.toMatchObject({ code: 'ERR_SLUICE_WAIT' });
   });
 });

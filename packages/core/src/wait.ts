@@ -9,7 +9,7 @@ import type { Adjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
 import { CONSUME_OPTIONS, callOptions, checkCost, checkId, counterKey } from './call-checks.js';
 import { type Decision, toDecision } from './decision.js';
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, parseMaxWait } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
 import type { ConsumeOptions, Limiter } from './limiter-api.js';
 import type { PolicyInput } from './policy/policy.js';
@@ -22,7 +22,7 @@ import { ask, type ReportError, type StoreCall } from './store-call.js';
 
 /** Options of one wait: a consume's, and how long it may wait. */
 export interface WaitOptions extends ConsumeOptions {
-  /** The longest wait for a turn; a turn further off rejects at once with ERR_SLUICE_WAIT. Default '30s'. */
+  /** The longest wait for a turn; a turn further off rejects at once with ERR_SLUICE_WAIT (0: pass now or be refused now). Default '30s'. */
   maxWait?: Duration;
   /** Aborts the wait: a reservation is given back, and the wait rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -149,7 +149,7 @@ export function createWait(o: {
     const cost = checkCost(call?.cost, set.policies, set.capacity);
     const id = call?.id;
     if (id !== undefined) checkId(id, set.hasSlots);
-    const maxWaitMs = call?.maxWait === undefined ? MAX_WAIT_MS : parseDuration(call.maxWait, 'maxWait');
+    const maxWaitMs = call?.maxWait === undefined ? MAX_WAIT_MS : parseMaxWait(call.maxWait, 'maxWait');
     const signal = call?.signal;
     if (signal !== undefined && !(signal instanceof AbortSignal)) badOption('signal', 'an AbortSignal', signal);
     signal?.throwIfAborted();

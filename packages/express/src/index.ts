@@ -30,7 +30,10 @@ type ExpressPeers = Omit<PeerSpellings<Request>, 'timeWindow'>;
 
 /** The options only the Express adapter has. */
 export interface ExpressOwnOptions {
-  /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
+  /**
+   * Answers a limited request instead of the default 429, and a refusal while the store cannot answer (decision.source
+   * 'fail-closed') instead of the default 503; headers and Retry-After are already set. Default: problem+json 429 or 503.
+   */
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
 }
 

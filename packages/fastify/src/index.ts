@@ -29,7 +29,10 @@ type FastifyPeers = Omit<FastifyRateLimitSpellings<FastifyRequest>, 'ban'>;
 export interface FastifyRateLimitRouteOptions extends Omit<HttpLimitOptions<FastifyRequest, FastifyReply>, 'ban'>, FastifyPeers {
   /** sluice's BanOptions, or @fastify/rate-limit's number: 403 once a client was refused more than this many times in a window. */
   ban?: HttpLimitOptions<FastifyRequest, FastifyReply>['ban'] | number;
-  /** Answers a limited request instead of throwing the 429 error; headers and Retry-After are already set. */
+  /**
+   * Answers a limited request instead of throwing the 429 error, and a refusal while the store cannot answer
+   * (decision.source 'fail-closed') instead of the 503; headers and Retry-After are already set.
+   */
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
 }
 
@@ -82,16 +85,21 @@ declare module 'fastify' {
   }
 }
 
-/** Thrown for a limited request, so the app's error handler can shape the answer. */
+/**
+ * Thrown for a limited request, so the app's error handler can shape the answer: code 'FST_SLUICE_RATE_LIMITED'
+ * (429), or 'FST_SLUICE_UNAVAILABLE' (503) for a refusal while the store cannot answer (`fallback: false`).
+ */
 export class RateLimitError extends Error {
   readonly statusCode: number;
-  readonly code = 'FST_SLUICE_RATE_LIMITED';
+  readonly code: 'FST_SLUICE_RATE_LIMITED' | 'FST_SLUICE_UNAVAILABLE';
   readonly decision: Decision;
   /** The default answer's body and content type. */
   readonly response: LimitedResponse;
   constructor(decision: Decision, response: LimitedResponse) {
-    super(`Rate limit "${decision.policy}" exceeded`);
+    const unavailable = decision.source === 'fail-closed';
+    super(unavailable ? 'The rate limiter cannot reach its store' : `Rate limit "${decision.policy}" exceeded`);
     this.name = 'RateLimitError';
+    this.code = unavailable ? 'FST_SLUICE_UNAVAILABLE' : 'FST_SLUICE_RATE_LIMITED';
     this.statusCode = response.status;
     this.decision = decision;
     this.response = response;
@@ -110,7 +118,8 @@ function makeHook(limit: Limit, url: string): onRequestHookHandler {
       return;
     }
     // Under @fastify/rate-limit's spelling, its errorResponseBuilder's error, for the app's error handler.
-    if (limit.limitedError !== undefined) throw limit.limitedError(verdict, request);
+    const peerError = limit.limitedError?.(verdict, request);
+    if (peerError !== undefined) throw peerError;
     if (onLimited) {
       await onLimited(request, reply, verdict.decision);
       return reply;

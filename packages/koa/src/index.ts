@@ -24,7 +24,10 @@ declare module 'koa' {
 
 /** The options only the Koa adapter has. */
 export interface KoaOwnOptions {
-  /** Answers a limited request instead of the default 429; headers and Retry-After are already set. Default: problem+json 429. */
+  /**
+   * Answers a limited request instead of the default 429, and a refusal while the store cannot answer (decision.source
+   * 'fail-closed') instead of the default 503; headers and Retry-After are already set. Default: problem+json 429 or 503.
+   */
   onLimited?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }
 

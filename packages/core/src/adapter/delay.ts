@@ -3,7 +3,7 @@
 // it is answered 429 as usual. It waits by limiter.wait (a reservation: its place in line, in every
 // process' order); a client that leaves while held gives its place back (the wait's abort).
 import type { Decision } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { type Duration, parseMaxWait } from '../duration.js';
 import { badOption } from '../errors.js';
 import type { ConsumeOptions, Limiter } from '../limiter.js';
 import { WaitError, type WaitOptions } from '../wait.js';
@@ -24,14 +24,14 @@ export interface ResolvedDelay {
 
 const DELAY_NAMES = ['maxWait', 'maxQueued'];
 
-/** Checks `delay` at construction: maxWait a duration, maxQueued a positive integer (default 1000). */
+/** Checks `delay` at construction: maxWait a duration or 0, maxQueued a positive integer (default 1000). */
 export function isDelay(v: unknown, n: string): ResolvedDelay {
   if (v === null || typeof v !== 'object') badOption(n, "an object such as { maxWait: '5s' }", v);
   for (const name of Object.keys(v))
     if (!DELAY_NAMES.includes(name)) badOption(`${n}.${name}`, 'absent: delay takes maxWait and maxQueued', name);
   const { maxWait, maxQueued = 1000 } = v as DelayOptions;
   if (maxWait === undefined) badOption(`${n}.maxWait`, "a duration such as '5s'", maxWait);
-  const maxWaitMs = parseDuration(maxWait, `${n}.maxWait`);
+  const maxWaitMs = parseMaxWait(maxWait, `${n}.maxWait`);
   if (!Number.isInteger(maxQueued) || maxQueued < 1) badOption(`${n}.maxQueued`, 'a positive integer', maxQueued);
   return { maxWaitMs, maxQueued };
 }
@@ -54,8 +54,10 @@ export function holder(limiter: Limiter, delay: ResolvedDelay): Hold {
   const { maxWaitMs, maxQueued } = delay;
   let held = 0;
   return async function hold(denied, key, charge, raw) {
-    // A rule's refusal counted nothing and waits for no turn; a turn past maxWait, a full queue or a client gone: 429.
-    if (denied.source === 'rule' || denied.retryAfterMs > maxWaitMs || held >= maxQueued || raw?.destroyed) return denied;
+    // A rule's refusal, or the store's absence (fail-closed), has no turn to wait for: answered as it is.
+    if (denied.source === 'rule' || denied.source === 'fail-closed') return denied;
+    // A turn past maxWait, a full queue or a client gone: 429.
+    if (denied.retryAfterMs > maxWaitMs || held >= maxQueued || raw?.destroyed) return denied;
     const controller = new AbortController();
     raw?.once('close', () => controller.abort(new Error('the client left')));
     const options: WaitOptions = { maxWait: maxWaitMs, signal: controller.signal };

@@ -35,6 +35,21 @@ function denied(decision: Decision, status: number): Record<string, unknown> {
 }
 
 /**
+ * The answer while the store cannot answer and the limiter refuses every request (`fallback: false`, a decision
+ * of source 'fail-closed'): 503 problem+json, whatever `statusCode` and `message` say of limited requests (the
+ * client did nothing wrong).
+ */
+export function unavailableResponse(decision: Decision): LimitedResponse {
+  const body = {
+    type: 'about:blank',
+    title: 'Service Unavailable',
+    status: 503,
+    detail: `The rate limiter cannot reach its store; retry in ${retryAfterSeconds(decision)} s.`,
+  };
+  return { status: 503, contentType: 'application/problem+json; charset=utf-8', body: JSON.stringify(body) };
+}
+
+/**
  * The responder for decisions a deny rule or a ban made (source 'rule'): problem+json with `status`
  * (deniedStatusCode), or what a `message` function returns for the decision (a constant message is
  * a limited response's, not a denial's).

@@ -3,7 +3,7 @@
 // node:http's request and response, in front of a framework. Framework-free: `Req` is opaque.
 import { badOption, SluiceError } from '../errors.js';
 import { checkNames, isFunction, resolve, spec } from '../options.js';
-import { createShedder, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shed/shedder.js';
+import { createShedder, type Permit, type Priority, type Shedder, type ShedderOptions, shedderInternals } from '../shed/shedder.js';
 
 /** Options of the adapters' shed(): createShedder's, or a `shedder` to share, and `priority`. */
 export interface ShedOptions<Req> extends ShedderOptions {
@@ -58,16 +58,30 @@ const RANK: Record<Priority, number> = { critical: 0, normal: 1, sheddable: 2 };
 
 interface Waiter {
   priority: Priority;
-  done: (permit: { release(): void } | undefined) => void;
+  done: (permit: Permit | undefined) => void;
 }
 
-/** Holds a slot until the response finishes or the client leaves, whichever comes first, once. */
-function holdUntilEnd(permit: { release(): void }, raw: ShedRawResponse): void {
+// Responses that ended in this turn of the event loop: their slots come back when it ends. Node runs the requests
+// one turn reads one after another, each waiting for those before it: given back at 'finish', which comes before
+// the turn's next request is read, a slot would let a turn run every request it read, and a handler that does its
+// work synchronously would never be shed.
+const ended: Permit[] = [];
+function releaseEnded(): void {
+  for (const permit of ended.splice(0)) permit.release();
+}
+
+/** Holds a slot until the response finishes or the client leaves, whichever comes first, once, and to the end of that turn. */
+function holdUntilEnd(permit: Permit, raw: ShedRawResponse): void {
   if (raw.destroyed) {
     permit.release();
     return;
   }
-  const release = () => permit.release(); // idempotent
+  let held = true;
+  const release = () => {
+    if (!held) return;
+    held = false;
+    if (ended.push(permit) === 1) setImmediate(releaseEnded);
+  };
   raw.once('finish', release);
   raw.once('close', release);
 }

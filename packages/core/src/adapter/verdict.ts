@@ -8,7 +8,7 @@ import { holder } from './delay.js';
 import { type ForwardedCheck, forwardedWarning } from './forwarded.js';
 import { type AdapterOwn, type Awaitable, type HttpLimitOptions, resolveHttpOptions } from './options.js';
 import type { PeerSpellings } from './peers.js';
-import { deniedResponder, type LimitedResponse, limitedResponder } from './problem.js';
+import { deniedResponder, type LimitedResponse, limitedResponder, unavailableResponse } from './problem.js';
 import { clientKeyOf } from './scope.js';
 import { type RawResponse, tracker } from './settle.js';
 import { call, caught } from './user-call.js';
@@ -37,7 +37,10 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
   check(req: Req, scope: string, ip: () => string | undefined, res?: Res, raw?: RawResponse): Promise<HttpVerdict | undefined>;
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req, res?: Res): Promise<LimitedResponse>;
-  /** Under @fastify/rate-limit's spelling: the error to throw for a limited request (its errorResponseBuilder's). */
+  /**
+   * Under @fastify/rate-limit's spelling: the error to throw for a limited request (its errorResponseBuilder's);
+   * undefined for a 'fail-closed' one, answered by limitedResponse.
+   */
   limitedError?(verdict: HttpVerdict, req: Req): unknown;
   /**
    * Call for an allowed request before passing it on: once `raw` closes (after it finished, or
@@ -102,29 +105,37 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
       let decision = await limiter.consume(key, charge);
       if (hold !== undefined && !decision.allowed) decision = await hold(decision, key, charge, raw);
       peer?.seen?.(decision, req, key);
-      const sent = decision.source === 'rule' ? ruleHeaders(decision) : headersOf(decision, key);
+      const uncounted = decision.source === 'rule' || decision.source === 'fail-closed';
+      const sent = uncounted ? retryAfterOnly(decision) : headersOf(decision, key);
       return { decision, headers: sent, limited: !decision.allowed, key, cost: charge.cost ?? 1 };
     },
-    limitedResponse: byRule(limited, deniedResponder<Req>(o.message, o.deniedStatusCode)),
+    limitedResponse: bySource(limited, deniedResponder<Req>(o.message, o.deniedStatusCode)),
     track: tracker<Req, Res>(limiter, o),
     ...(peer?.error === undefined
       ? {}
-      : { limitedError: (verdict: HttpVerdict, req: Req) => peer.error?.(verdict.decision, req, verdict.key) }),
+      : {
+          limitedError: (verdict: HttpVerdict, req: Req) =>
+            verdict.decision.source === 'fail-closed' ? undefined : peer.error?.(verdict.decision, req, verdict.key),
+        }),
   };
 }
 
-/** A rule's decision counted nothing: no rate-limit headers, and Retry-After only when the deny rule lapses. */
-function ruleHeaders(decision: Decision): Record<string, string> {
+/** A rule's or a fail-closed decision counted nothing: no rate-limit headers, and Retry-After when it says when (a deny rule that lapses). */
+function retryAfterOnly(decision: Decision): Record<string, string> {
   return !decision.allowed && decision.retryAfterMs > 0 ? { 'Retry-After': String(retryAfterSeconds(decision)) } : {};
 }
 
-/** A limited decision's responder, or a denied one's for a decision a rule made. */
-const byRule =
+/** A limited decision's responder, a denied one's for a decision a rule made, or the 503 while the store cannot answer. */
+const bySource =
   <Req>(
     limited: (d: Decision, req: Req, res?: unknown) => Promise<LimitedResponse>,
     denied: (d: Decision, req: Req) => Promise<LimitedResponse>,
   ) =>
   (decision: Decision, req: Req, res?: unknown): Promise<LimitedResponse> =>
-    decision.source === 'rule' ? denied(decision, req) : limited(decision, req, res);
+    decision.source === 'rule'
+      ? denied(decision, req)
+      : decision.source === 'fail-closed'
+        ? Promise.resolve(unavailableResponse(decision))
+        : limited(decision, req, res);
 
 const isPromise = <T>(value: Awaitable<T>): value is Promise<T> => typeof (value as Promise<T> | undefined)?.then === 'function';

@@ -2,7 +2,7 @@
 // service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
 import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { type Duration, parseDuration } from '../duration.js';
+import { type Duration, parseDuration, parseMaxWait } from '../duration.js';
 import { badOption, SluiceError } from '../errors.js';
 import { checkNames, isFunction, isPositiveInteger, resolve, spec } from '../options.js';
 import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
@@ -83,7 +83,7 @@ const RESERVE = {
   critical: spec(fraction('reserve.critical'), 0.5),
   normal: spec(fraction('reserve.normal'), 0.1),
 };
-const wait = (n: string) => (v: unknown) => (v === 0 ? 0 : parseDuration(v, n));
+const wait = (n: string) => (v: unknown) => parseMaxWait(v, n);
 const WAITS = {
   critical: spec(wait('maxWait.critical'), 0),
   normal: spec(wait('maxWait.normal'), 0),
@@ -143,10 +143,11 @@ function loopDelayReader(): { read: () => number; close: () => void } {
  * limit = limit x gradient + 4, smoothed by 0.2, and not grown while under half the limit is used and nothing
  * was shed; `floor` is the recent minimum of window latencies (rising by 1% of the gap per window). The event
  * loop's delay (its max over the window) is the second signal: above `targetDelay` the limit falls at once by
- * targetDelay / delay (at most by half). A slot is given back at the end of the event loop's turn, so the
- * requests handled synchronously in one turn count as concurrent: in Node they wait for each other. For 100 ms
- * after a critical request is refused, normal and sheddable ones are refused too (after a normal one, sheddable
- * ones): a slot a lower class took would be one the higher class had no room for.
+ * targetDelay / delay (at most by half). release() gives a slot back at once, but the rule counts the requests
+ * handled in one turn of the event loop as concurrent (latencies from the turn's start, a peak with the slots given
+ * back in the turn): in Node they wait for each other. For 100 ms after a critical request is refused, normal
+ * and sheddable ones are refused too (after a normal one, sheddable ones): a slot a lower class took would be one
+ * the higher class had no room for.
  * Defaults: limit { initial: 20, min: 1, max: 1000 }, targetDelay '100ms', reserve { critical: 0.5, normal: 0.1 }, maxWait 0, name 'default'.
  * @example
  * const shedder = createShedder({ reserve: { critical: 0.2 } });
@@ -172,22 +173,23 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
         : Math.max(0, refusedAt.critical + YIELD_MS - now, p === 'sheddable' ? refusedAt.normal + YIELD_MS - now : 0);
   const freed = new Set<() => void>();
   let inFlight = 0;
-  let pending = 0;
   // Node runs the requests one turn of the event loop read one after another: a request's latency counts from
   // the turn's first acquire, so that the wait behind those before it (Node's own queue) is in its sample.
   let turnStart = -1;
+  // Slots given back since the turn's first acquire: admission does not count them, the rule's peak does (the
+  // requests a turn runs one after another wait for each other, as concurrent as Node lets them be).
+  let givenBack = 0;
+  let adaptScheduled = false;
   const turnEnded = () => {
     turnStart = -1;
   };
   const tick = (now: number) => {
-    if (rule.adapt(now, inFlight) && events.hasSubscribers) events.publish(rule.event(inFlight));
+    if (rule.adapt(now, inFlight + givenBack) && events.hasSubscribers) events.publish(rule.event(inFlight));
   };
-  // Slots given back in this turn of the event loop return together once it ends.
+  // Once the turn that gave slots back ends, the rule adapts, and the waiting room looks again (the limit may be larger).
   function endOfTurn(): void {
-    const now = clock();
-    inFlight -= pending;
-    pending = 0;
-    tick(now);
+    adaptScheduled = false;
+    tick(clock());
     for (const listener of freed) listener();
     if (inFlight === 0 && events.hasSubscribers) events.publish(rule.event(inFlight));
   }
@@ -198,6 +200,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
       const now = clock();
       if (turnStart < 0) {
         turnStart = now;
+        givenBack = 0;
         setImmediate(turnEnded);
       }
       tick(now);
@@ -207,15 +210,21 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
         if (events.hasSubscribers) events.publish({ type: 'shed', name: o.name, priority, limit: rule.limit, inFlight });
         return undefined;
       }
-      if (++inFlight > rule.peak) rule.peak = inFlight;
+      if (++inFlight + givenBack > rule.peak) rule.peak = inFlight + givenBack;
       const start = turnStart;
       let held = true;
       return {
         release() {
           if (!held) return;
           held = false;
+          inFlight--;
           rule.sample(clock() - start); // the request's latency (Gradient2's rtt), from the start of its turn
-          if (pending++ === 0) setImmediate(endOfTurn);
+          givenBack++;
+          if (!adaptScheduled) {
+            adaptScheduled = true;
+            setImmediate(endOfTurn);
+          }
+          for (const listener of freed) listener(); // to a request waiting for a slot (the adapters'), before a later one
         },
       };
     },
