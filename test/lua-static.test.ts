@@ -4,8 +4,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DECIDE_SCRIPT, LUA_LINES, RULES_SCRIPT } from '../packages/core/src/lua.generated';
-import type { ScriptClient } from '../packages/core/src/store/redis/clients';
 import { redisRules } from '../packages/core/src/store/redis/rules';
+import type { ScriptClient } from '../packages/core/src/store/redis/script-client';
 import { luaSource, runDecide } from '../packages/core/src/store/redis/scripts';
 import { undeclaredKeys } from './support/lua-keys';
 
@@ -121,14 +121,14 @@ describe('a missing script is told by the NOSCRIPT prefix of the error, whatever
   ])("%s's wording: the decide and rules scripts are sent again by EVAL", async (_server, message) => {
     const { c, evals } = client(message);
     await expect(runDecide(c, ['g', 'k'], ['1', ''], () => '2')).resolves.toEqual([3, 1000]);
-    await expect(redisRules(c).version('p')).resolves.toEqual({ version: 3, now: 1000 });
+    await expect(redisRules(c).changes('p', 3, 0)).resolves.toEqual({ version: 3, now: 1000, full: false, entries: [] });
     expect(evals).toEqual([DECIDE_SCRIPT, RULES_SCRIPT]);
   });
 
   it('an error that names NOSCRIPT later on is not one: nothing is sent again', async () => {
     const { c, evals } = client('ERR Error running script: NOSCRIPT');
     await expect(runDecide(c, ['g', 'k'], ['1', ''], () => '2')).rejects.toThrow('ERR Error running script');
-    await expect(redisRules(c).version('p')).rejects.toThrow('ERR Error running script');
+    await expect(redisRules(c).changes('p', 3, 0)).rejects.toThrow('ERR Error running script');
     expect(evals).toEqual([]);
   });
 });

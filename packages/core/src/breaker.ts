@@ -1,5 +1,4 @@
-import { publish, tell } from './events.js';
-import type { LimiterEvent } from './limiter-options.js';
+import { type LimiterEvent, publish, tell } from './events.js';
 
 /** A circuit breaker: after `failures` failures in a row it opens for `cooldownMs`, then lets one probe through. */
 export interface Breaker {

@@ -1,9 +1,52 @@
-// Limiter events: to the limiter's onEvent and to the diagnostics channel sluice:event.
+// Events and the diagnostics channels, each channel made here only: sluice:event (every LimiterEvent, and the
+// shedders' events) and sluice:decision (every decision). A limiter's events also go to its onEvent.
 import { channel } from 'node:diagnostics_channel';
-import type { LimiterEvent } from './limiter-options.js';
+import type { Decision } from './decision.js';
 
-/** Every LimiterEvent, as the event itself. */
-const eventChannel = channel('sluice:event');
+/** Something worth a log line or a metric. */
+export interface LimiterEvent {
+  /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
+  /**
+   * 'forwarded-untrusted': once per middleware, a request carried X-Forwarded-For while the framework does not
+   * trust proxies (the default key is then the proxy's address); `error.message` names the fix.
+   */
+  /**
+   * 'rule-change': a process' copy of the rules changed (createRules; `version`, `rules` the count); 'rule-error':
+   * a refresh of the rules failed (the last known rules stay in force) or a ban could not be counted or written.
+   */
+  type:
+    | 'store-error'
+    | 'breaker-open'
+    | 'breaker-close'
+    | 'fallback'
+    | 'fail-open'
+    | 'fail-closed'
+    | 'denied'
+    | 'shadow-denied'
+    | 'settle-error'
+    | 'rule-change'
+    | 'rule-error'
+    | 'forwarded-untrusted';
+  /** The limiter's key namespace (its `prefix`): for a breaker event, the prefix of the limiter whose onEvent hears it (on the channel sluice:event, the first of `prefixes`). */
+  prefix: string;
+  /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
+  prefixes?: string[];
+  /** The caller's key, when the event is about one request. */
+  key?: string;
+  error?: Error;
+  /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
+  latencyMs?: number;
+  decision?: Decision;
+  /** rule-change: the version of the rules now in force in this process, and how many there are. */
+  version?: number;
+  rules?: number;
+}
+
+/** Every LimiterEvent (and the shedders' events, shed/shedder.ts), as the event itself. */
+export const eventChannel = channel('sluice:event');
+
+/** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
+export const decisionChannel = channel('sluice:decision');
 
 /** True when someone hears events: a limiter builds none otherwise. */
 export const eventsHeard = (onEvent: unknown): boolean => onEvent !== undefined || eventChannel.hasSubscribers;
@@ -21,4 +64,17 @@ export function tell(hook: ((event: LimiterEvent) => void) | undefined, event: L
   } catch {
     // A logging hook must not turn a decision into an error.
   }
+}
+
+/**
+ * A limiter's own emit, under a symbol (createLimiter sets it): how the adapter kit reports an event through
+ * the limiter that counted the request (its onEvent and sluice:event) without a method on the public Limiter.
+ */
+export const REPORT = Symbol.for('sluice.report');
+
+/** Reports `event` through `limiter`'s emit; a limiter not from createLimiter publishes on sluice:event only. */
+export function reportEvent(limiter: object, event: Omit<LimiterEvent, 'prefix'>): void {
+  const emit = (limiter as { [REPORT]?: (e: Omit<LimiterEvent, 'prefix'>) => void })[REPORT];
+  if (emit !== undefined) emit(event);
+  else if (eventChannel.hasSubscribers) eventChannel.publish({ prefix: '', ...event });
 }

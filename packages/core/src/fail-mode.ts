@@ -1,11 +1,13 @@
 // The fail mode: the decision when the store cannot answer (an error, a timeout, the breaker open).
 import type { Attempt } from './attempt.js';
 import { type Decision, toDecision, uncountedDecision } from './decision.js';
-import type { FailMode } from './limiter-options.js';
 import { isConcurrent, type Policy } from './policy/policy.js';
 import { longestWindow, type PolicySet } from './policy-set.js';
 import type { Store, StoreRequest } from './store/contract.js';
 import { fallbackTag, requestKeys } from './store/keys.js';
+
+/** What the limiter does when its store fails or times out. */
+export type FailMode = 'open' | 'closed';
 
 /** What answers when the store cannot: a consume or peek's decision, and an adjustment's. */
 export interface FailModeOf {

@@ -1,6 +1,6 @@
 // The last stage: shadow mode and the denied event, once per decision that goes to the caller.
 import type { Decision } from './decision.js';
-import type { LimiterEvent } from './limiter-options.js';
+import type { LimiterEvent } from './events.js';
 
 /** A decision as the caller gets it: a denial is reported ('denied'), or in shadow mode let through ('shadow-denied'). */
 export function createFinish(

@@ -1,7 +1,7 @@
 // The public shape of a limiter and of its calls' options (createLimiter is limiter.ts).
 import type { Decision } from './decision.js';
+import type { Duration } from './duration.js';
 import type { PolicyInput } from './policy/policy.js';
-import type { WaitOptions } from './wait.js';
 
 /** A rate limiter. */
 export interface Limiter {
@@ -69,4 +69,12 @@ export interface ConsumeOptions {
   policy?: PolicyInput | PolicyInput[];
   /** Idempotent: an id already charged for this key (within the longest window) is allowed and charges nothing. */
   id?: string;
+}
+
+/** Options of one wait: a consume's, and how long it may wait. */
+export interface WaitOptions extends ConsumeOptions {
+  /** The longest wait for a turn; a turn further off rejects at once with ERR_SLUICE_WAIT (0: pass now or be refused now). Default '30s'. */
+  maxWait?: Duration;
+  /** Aborts the wait: a reservation is given back, and the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
 }

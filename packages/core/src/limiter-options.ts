@@ -1,8 +1,9 @@
 // createLimiter's options: the table (name, default, check, doc) and their resolution.
 import { performance } from 'node:perf_hooks';
-import type { Decision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
+import type { LimiterEvent } from './events.js';
+import type { FailMode } from './fail-mode.js';
 import {
   checkNames,
   isBoolean,
@@ -20,48 +21,6 @@ import { type BanOptions, banSettings } from './rules/ban.js';
 import { type Rules, rulesInside } from './rules/rules.js';
 import type { Store } from './store/contract.js';
 import { memoryStore } from './store/memory-store.js';
-
-/** What the limiter does when its store fails or times out. */
-export type FailMode = 'open' | 'closed';
-
-/** Something worth a log line or a metric. */
-export interface LimiterEvent {
-  /** 'settle-error': an adapter's settle (or its refund) failed after a response; the response was not touched. */
-  /**
-   * 'forwarded-untrusted': once per middleware, a request carried X-Forwarded-For while the framework does not
-   * trust proxies (the default key is then the proxy's address); `error.message` names the fix.
-   */
-  /**
-   * 'rule-change': a process' copy of the rules changed (createRules; `version`, `rules` the count); 'rule-error':
-   * a refresh of the rules failed (the last known rules stay in force) or a ban could not be counted or written.
-   */
-  type:
-    | 'store-error'
-    | 'breaker-open'
-    | 'breaker-close'
-    | 'fallback'
-    | 'fail-open'
-    | 'fail-closed'
-    | 'denied'
-    | 'shadow-denied'
-    | 'settle-error'
-    | 'rule-change'
-    | 'rule-error'
-    | 'forwarded-untrusted';
-  /** The limiter's key namespace (its `prefix`): for a breaker event, the prefix of the limiter whose onEvent hears it (on the channel sluice:event, the first of `prefixes`). */
-  prefix: string;
-  /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
-  prefixes?: string[];
-  /** The caller's key, when the event is about one request. */
-  key?: string;
-  error?: Error;
-  /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
-  latencyMs?: number;
-  decision?: Decision;
-  /** rule-change: the version of the rules now in force in this process, and how many there are. */
-  version?: number;
-  rules?: number;
-}
 
 /** Options of createLimiter(). */
 export interface LimiterOptions {

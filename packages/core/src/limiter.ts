@@ -12,7 +12,6 @@
 //   wait.ts          wait(): a reservation through the store call, or asking again
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
 // sluice:decision, every event on sluice:event.
-import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
@@ -21,14 +20,13 @@ import { createDecideShard } from './decide-shard.js';
 import type { Decision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { badOption } from './errors.js';
-import { eventsHeard, publish } from './events.js';
+import { decisionChannel, eventsHeard, type LimiterEvent, publish, REPORT } from './events.js';
 import { createFailMode } from './fail-mode.js';
 import { createFinish } from './finish.js';
 import type { Limiter } from './limiter-api.js';
-import { type LimiterEvent, type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
+import { type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
-import { REPORT } from './report.js';
 import { createReset } from './reset.js';
 import { createRuleStage } from './rule-check.js';
 import { createSlots, type Slots } from './slots.js';
@@ -38,14 +36,13 @@ import { createStoreCall, type ReportError } from './store-call.js';
 import { createTiers } from './tiers.js';
 import { createWait } from './wait.js';
 
-export type { CallOptions, ConsumeOptions, Limiter } from './limiter-api.js';
-export type { FailMode, LimiterEvent, LimiterOptions } from './limiter-options.js';
+export type { LimiterEvent } from './events.js';
+export type { FailMode } from './fail-mode.js';
+export type { CallOptions, ConsumeOptions, Limiter, WaitOptions } from './limiter-api.js';
+export type { LimiterOptions } from './limiter-options.js';
 
 /** The adapter kit's check, at construction, of a constant cost against the limiter's own policies (checkCost's error). */
 export const CHECK_COST = Symbol.for('sluice.checkCost');
-
-/** Every decision, as { prefix, key, decision, durationMs }; nothing is built while no one subscribes. */
-const decisionChannel = channel('sluice:decision');
 
 /**
  * Creates a limiter. Bad options throw here, never at request time.

@@ -4,8 +4,7 @@
 // then, in the store, so every process that shares it holds off, not only this one.
 import { type Duration, parseMaxWait } from './duration.js';
 import { badOption } from './errors.js';
-import type { Limiter } from './limiter-api.js';
-import type { WaitOptions } from './wait.js';
+import type { Limiter, WaitOptions } from './limiter-api.js';
 
 /** Options of rateLimitedFetch(). */
 export interface RateLimitedFetchOptions {

@@ -2,16 +2,14 @@
 // call's key, scope and client IP against this process' copy of the rules (rules/match.ts; no store call)
 // and answers a deny or an allow itself, or names the policy set an override puts in place of the
 // limiter's or the plan's. Everything else goes on as usual.
-import { channel } from 'node:diagnostics_channel';
 import type { Decision } from './decision.js';
 import { badOption } from './errors.js';
-import type { LimiterEvent, ResolvedLimiterOptions } from './limiter-options.js';
+import { decisionChannel, type LimiterEvent } from './events.js';
+import type { ResolvedLimiterOptions } from './limiter-options.js';
 import type { PolicySet } from './policy-set.js';
 import { createBan } from './rules/ban.js';
 import type { Rule } from './rules/match.js';
 import { createRules, RULES, type RulesInside } from './rules/rules.js';
-
-const decisionChannel = channel('sluice:decision');
 
 /** The rules stage of a limiter (limiter.ts wires it): undefined when it has neither `rules` nor `ban`. */
 export interface RuleStage {

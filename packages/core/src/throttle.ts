@@ -1,8 +1,7 @@
 // throttle(fn): fn, called no faster than a limiter allows, each call waiting its turn (limiter.wait).
 import { type Duration, parseMaxWait } from './duration.js';
 import { badOption } from './errors.js';
-import type { Limiter } from './limiter-api.js';
-import type { WaitOptions } from './wait.js';
+import type { Limiter, WaitOptions } from './limiter-api.js';
 
 /** Options of throttle(). */
 export interface ThrottleOptions<A extends unknown[]> {

@@ -9,9 +9,9 @@ import type { Adjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
 import { CONSUME_OPTIONS, callOptions, checkCost, checkId, counterKey } from './call-checks.js';
 import { type Decision, toDecision } from './decision.js';
-import { type Duration, parseMaxWait } from './duration.js';
+import { parseMaxWait } from './duration.js';
 import { badOption, SluiceError } from './errors.js';
-import type { ConsumeOptions, Limiter } from './limiter-api.js';
+import type { ConsumeOptions, Limiter, WaitOptions } from './limiter-api.js';
 import type { PolicyInput } from './policy/policy.js';
 import type { PolicySet } from './policy-set.js';
 import type { RuleStage } from './rule-check.js';
@@ -19,14 +19,6 @@ import type { Rule } from './rules/match.js';
 import type { StoreReply, StoreRequest } from './store/contract.js';
 import { keyTag, requestKeys } from './store/keys.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
-
-/** Options of one wait: a consume's, and how long it may wait. */
-export interface WaitOptions extends ConsumeOptions {
-  /** The longest wait for a turn; a turn further off rejects at once with ERR_SLUICE_WAIT (0: pass now or be refused now). Default '30s'. */
-  maxWait?: Duration;
-  /** Aborts the wait: a reservation is given back, and the wait rejects with the signal's reason. */
-  signal?: AbortSignal;
-}
 
 export const WAIT_OPTIONS = [...CONSUME_OPTIONS, 'maxWait', 'signal'];
 const MAX_WAIT_MS = 30_000;

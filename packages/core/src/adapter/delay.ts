@@ -5,8 +5,8 @@
 import type { Decision } from '../decision.js';
 import { type Duration, parseMaxWait } from '../duration.js';
 import { badOption } from '../errors.js';
-import type { ConsumeOptions, Limiter } from '../limiter.js';
-import { WaitError, type WaitOptions } from '../wait.js';
+import type { ConsumeOptions, Limiter, WaitOptions } from '../limiter-api.js';
+import { WaitError } from '../wait.js';
 import type { RawResponse } from './settle.js';
 
 /** The `delay` option: hold a limited request until its turn. */

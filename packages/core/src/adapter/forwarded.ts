@@ -3,8 +3,9 @@
 // once per middleware, as an event and a console warning naming the fix, never silently (express-rate-limit
 // reports ERR_ERL_UNEXPECTED_X_FORWARDED_FOR). The adapter knows its framework: it tells whether a
 // request is such a one, and the fix in its words.
+
+import { reportEvent } from '../events.js';
 import type { Limiter } from '../limiter.js';
-import { reportEvent } from '../report.js';
 
 /** What an adapter tells the kit about proxies. */
 export interface ForwardedCheck<Req> {

@@ -2,8 +2,8 @@
 // with the fields the kit reads): once per request, by 'close', aborted ones counted as failed.
 // test/settle.http.redis.test.ts does the same through real servers.
 import { EventEmitter } from 'node:events';
+import type { LimiterEvent } from '../events.js';
 import { createLimiter } from '../limiter.js';
-import type { LimiterEvent } from '../limiter-options.js';
 import type { RawResponse } from './settle.js';
 import { httpLimit } from './verdict.js';
 

@@ -3,8 +3,8 @@
 // by the decision's own adjust().
 import type { Decision } from '../decision.js';
 import { SluiceError } from '../errors.js';
+import { reportEvent } from '../events.js';
 import type { Limiter } from '../limiter.js';
-import { reportEvent } from '../report.js';
 import type { Awaitable } from './options.js';
 
 /** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */

@@ -1,8 +1,7 @@
 // The one list of algorithms. An algorithm is a lua/<name>.lua (which declares its code), a <name>.ts
 // here (its TypeScript twin, for the memory store) and one line below; scripts/gen-lua.mjs generates
 // the Lua dispatch and ALGORITHM_CODES from lua/, so this list type-checks only when it matches lua/.
-import type { ALGORITHM_CODES } from '../lua.generated.js';
-import type { Policy } from '../policy/policy.js';
+import type { Algorithm, Policy } from '../policy/policy.js';
 import type { StepResult } from './algorithm.js';
 import { calendar, calendarAdjust } from './calendar.js';
 import { concurrent, concurrentAdjust } from './concurrent.js';
@@ -10,9 +9,6 @@ import { fixedWindow, fixedWindowAdjust } from './fixed-window.js';
 import { slidingLog, slidingLogAdjust } from './sliding-log.js';
 import { slidingWindow, slidingWindowAdjust, slidingWindowReserve } from './sliding-window.js';
 import { tokenBucket, tokenBucketAdjust, tokenBucketReserve } from './token-bucket.js';
-
-/** The algorithms a policy can use. */
-export type Algorithm = keyof typeof ALGORITHM_CODES;
 
 /** A step over a state of its own kind: the memory store hands each key's state back to its algorithm. */
 type AnyStep = (state: never, now: number, p: Policy, cost: number, apply: boolean, slot?: string) => StepResult<unknown>;

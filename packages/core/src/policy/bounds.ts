@@ -1,9 +1,11 @@
 // The bounds of a policy's numbers and the checks of its fields, for parsePolicy (policy.ts).
-import type { Algorithm } from '../algorithms/index.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { badOption } from '../errors.js';
 import { ALGORITHM_CODES } from '../lua.generated.js';
 import { nearest } from '../options.js';
+
+/** The algorithms a policy can use: those lua/ declares a code for (scripts/gen-lua.mjs). */
+export type Algorithm = keyof typeof ALGORITHM_CODES;
 
 /**
  * Most units a sliding-log policy counts: it keeps one sorted-set member per unit admitted in its

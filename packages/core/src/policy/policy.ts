@@ -1,12 +1,20 @@
-import type { Algorithm } from '../algorithms/index.js';
 import { type Duration, formatDuration } from '../duration.js';
 import { badOption } from '../errors.js';
 import { ALGORITHM_CODES } from '../lua.generated.js';
 import { checkNames } from '../options.js';
-import { checkAlgorithm, checkLimit, checkName, checkTokenBucket, checkWindow, LIMIT_MAX, LIMIT_MAX_TEXT } from './bounds.js';
+import {
+  type Algorithm,
+  checkAlgorithm,
+  checkLimit,
+  checkName,
+  checkTokenBucket,
+  checkWindow,
+  LIMIT_MAX,
+  LIMIT_MAX_TEXT,
+} from './bounds.js';
 import { CALENDAR_PERIODS, type CalendarPeriod, canonicalZone, NOMINAL_MS } from './calendar-periods.js';
 
-export type { Algorithm } from '../algorithms/index.js';
+export type { Algorithm } from './bounds.js';
 export { LIMIT_MAX, LIMIT_MAX_TEXT, SLIDING_LOG_MAX, WINDOW_MAX_MS, WINDOW_MIN_MS } from './bounds.js';
 export type { CalendarPeriod } from './calendar-periods.js';
 export { ALGORITHM_CODES };

@@ -16,7 +16,7 @@
 // rules as later writes sweep them, and the copies with them.
 // Seen: a copy that a limiter holds (attach) marks the prefix in the store at each periodic refresh, so
 // that `sluice deny add` can tell when no limiter reads the prefix it wrote to (store/contract.ts RuleStore.seen).
-import type { LimiterEvent } from '../limiter-options.js';
+import type { LimiterEvent } from '../events.js';
 import type { RuleChanges, RuleStore } from '../store/contract.js';
 import { decodeRule, ruleIdentity } from './entry.js';
 import { type Rule, RuleSet } from './match.js';

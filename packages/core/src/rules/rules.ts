@@ -9,8 +9,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { badOption, describe, SluiceError } from '../errors.js';
-import { eventsHeard, publish } from '../events.js';
-import type { LimiterEvent } from '../limiter-options.js';
+import { eventsHeard, type LimiterEvent, publish } from '../events.js';
 import { checkNames, isFunction, ownCopy } from '../options.js';
 import { type PolicyInput, parsePolicies } from '../policy/policy.js';
 import type { RuleStore, Store } from '../store/contract.js';

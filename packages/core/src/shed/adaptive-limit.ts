@@ -1,6 +1,5 @@
 // The shedder's rule (shedder.ts): Netflix concurrency-limits' Gradient2 on a latency floor, with the event
 // loop's delay as a second signal. Latency samples and demand in, the concurrency limit out, once a window.
-import type { ShedderEvent } from './shedder.js';
 
 // The rule: Netflix concurrency-limits' Gradient2 (Gradient2Limit), with its defaults, on a latency floor.
 export const WINDOW_MS = 100; // one adaptation per 100 ms of traffic: fast enough to follow a flood in Node
@@ -14,9 +13,10 @@ const FLOOR_RISE = 0.01; // the floor follows a slower service by 1% of the gap 
 /** The rule and its window: latency samples and demand in, the concurrency limit out. */
 export class AdaptiveLimit {
   limit: number;
+  /** The limit before the last adaptation. */
+  previous: number;
   shed = false; // something was shed in this window: demand is above the limit
   private estimate: number;
-  private previous: number;
   private floor = Number.POSITIVE_INFINITY;
   private sum = 0;
   private samples = 0;
@@ -27,16 +27,12 @@ export class AdaptiveLimit {
     private readonly targetDelay: number,
     private readonly loopDelay: () => number,
     private windowStart: number,
-    private readonly name: string,
   ) {
     this.limit = this.previous = this.estimate = bounds.initial;
   }
   sample(latencyMs: number): void {
     this.sum += latencyMs;
     this.samples++;
-  }
-  event(inFlight: number): ShedderEvent {
-    return { type: 'concurrency', name: this.name, limit: this.limit, inFlight, previousLimit: this.previous };
   }
 
   /** Closes a window of WINDOW_MS (true) unless it holds too few samples and may run on. */

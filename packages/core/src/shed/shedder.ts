@@ -1,9 +1,9 @@
 // createShedder: an adaptive concurrency limit per process, with priorities, that sheds load before the
 // service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
-import { channel } from 'node:diagnostics_channel';
 import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { type Duration, parseDuration, parseMaxWait } from '../duration.js';
 import { badOption, SluiceError } from '../errors.js';
+import { eventChannel } from '../events.js';
 import { checkNames, isFunction, isPositiveInteger, resolve, spec } from '../options.js';
 import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
 
@@ -61,7 +61,6 @@ export type ShedderEvent =
 // class had no room for (issue 29: 20% critical at 4x, with a tenth of the core taken by others: 92% -> 97% served).
 const YIELD_MS = WINDOW_MS;
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
-const events = channel('sluice:event');
 /** What the adapter kit may see of a shedder: who to tell when slots come back, when a class could take one, and how long it may wait. */
 interface Internals {
   freed: Set<() => void>;
@@ -159,7 +158,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const o = resolveShedder(options);
   const clock = o.clock ?? (() => performance.now());
   const loop = o.eventLoopDelay === undefined ? loopDelayReader() : { read: o.eventLoopDelay, close() {} };
-  const rule = new AdaptiveLimit(o.limit, o.targetDelay, loop.read, clock(), o.name);
+  const rule = new AdaptiveLimit(o.limit, o.targetDelay, loop.read, clock());
   const share = { critical: 1, normal: 1 - o.reserve.critical, sheddable: 1 - o.reserve.critical - o.reserve.normal };
   const ceiling = (p: Priority) => Math.max(share[p] > 0 ? 1 : 0, Math.floor(rule.limit * share[p] + 1e-9));
   // When a class was last refused: while a higher class has no room, a lower one takes no slot (it yields).
@@ -183,15 +182,22 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   const turnEnded = () => {
     turnStart = -1;
   };
+  const concurrency = (): ShedderEvent => ({
+    type: 'concurrency',
+    name: o.name,
+    limit: rule.limit,
+    inFlight,
+    previousLimit: rule.previous,
+  });
   const tick = (now: number) => {
-    if (rule.adapt(now, inFlight + givenBack) && events.hasSubscribers) events.publish(rule.event(inFlight));
+    if (rule.adapt(now, inFlight + givenBack) && eventChannel.hasSubscribers) eventChannel.publish(concurrency());
   };
   // Once the turn that gave slots back ends, the rule adapts, and the waiting room looks again (the limit may be larger).
   function endOfTurn(): void {
     adaptScheduled = false;
     tick(clock());
     for (const listener of freed) listener();
-    if (inFlight === 0 && events.hasSubscribers) events.publish(rule.event(inFlight));
+    if (inFlight === 0 && eventChannel.hasSubscribers) eventChannel.publish(concurrency());
   }
   const shedder: Shedder = {
     acquire(priority = 'normal') {
@@ -207,7 +213,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
       if (blockedFor(priority, now) > 0) {
         if (priority !== 'sheddable') refusedAt[priority] = now;
         rule.shed = true;
-        if (events.hasSubscribers) events.publish({ type: 'shed', name: o.name, priority, limit: rule.limit, inFlight });
+        if (eventChannel.hasSubscribers) eventChannel.publish({ type: 'shed', name: o.name, priority, limit: rule.limit, inFlight });
         return undefined;
       }
       if (++inFlight + givenBack > rule.peak) rule.peak = inFlight + givenBack;

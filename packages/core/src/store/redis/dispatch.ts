@@ -6,7 +6,7 @@ import calculateSlot from 'cluster-key-slot';
 import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
 import { guardKey } from '../keys.js';
 import { decodeReply, encodeBatch } from '../protocol.js';
-import type { ScriptClient } from './clients.js';
+import type { ScriptClient } from './script-client.js';
 import { runDecide } from './scripts.js';
 
 interface Pending {

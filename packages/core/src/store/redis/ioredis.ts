@@ -1,7 +1,24 @@
 // The store's view of an ioredis 5/6 or iovalkey client (clients.ts tells the clients apart).
 
-import type { AnyFn, IoredisClient, ScriptClient } from './clients.js';
 import { type Emitter, follow } from './connection.js';
+import type { AnyFn, ScriptClient } from './script-client.js';
+
+/**
+ * An ioredis 5 or 6, or iovalkey, client: `Redis` (also one that follows Sentinel) or `Cluster`.
+ * Only the members the store uses, so that each library's own class is assignable to it.
+ */
+export interface IoredisClient {
+  /** 'wait' (lazyConnect), 'connecting', 'connect', 'ready', 'reconnecting', 'close', 'end'. */
+  readonly status: string;
+  /** True on a Cluster. */
+  readonly isCluster?: boolean;
+  evalsha(sha: string, numKeys: number, ...args: never[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...args: never[]): Promise<unknown>;
+  del(...keys: never[]): Promise<unknown>;
+  connect(): Promise<unknown>;
+  on(event: 'close' | 'ready' | 'end', listener: () => void): unknown;
+  removeListener(event: 'close' | 'ready' | 'end', listener: () => void): unknown;
+}
 
 /** ioredis statuses of a connection being made: 'wait' (lazyConnect, not asked yet), then the others in turn. */
 const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);

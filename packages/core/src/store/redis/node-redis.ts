@@ -1,7 +1,20 @@
 // The store's view of a node-redis 4/5 client (clients.ts tells the clients apart).
 
-import type { AnyFn, Loose, NodeRedisClient, ScriptClient } from './clients.js';
 import { type Emitter, follow } from './connection.js';
+import type { AnyFn, Loose, ScriptClient } from './script-client.js';
+
+/** A node-redis 4 or 5 client: `createClient()` or `createCluster()` of the `redis` package. */
+export interface NodeRedisClient {
+  /** True once `connect()` was called, until the client is closed. */
+  readonly isOpen: boolean;
+  /** True while a connection is up (a standalone client; a Cluster has it per node). */
+  readonly isReady?: boolean;
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** `(args)` on a client, `(firstKey, isReadonly, args)` on a Cluster. */
+  sendCommand(...args: never[]): Promise<unknown>;
+  on(event: 'ready' | 'reconnecting' | 'end', listener: () => void): unknown;
+  removeListener(event: 'ready' | 'reconnecting' | 'end', listener: () => void): unknown;
+}
 
 interface NodeRedisSlots {
   slots?: Array<{ master?: { client?: { isReady?: unknown } } } | undefined>;

@@ -8,7 +8,7 @@ import calculateSlot from 'cluster-key-slot';
 import { RULES_SCRIPT } from '../../lua.generated.js';
 import type { RuleStore } from '../contract.js';
 import { rulesKeys } from '../keys.js';
-import type { ScriptClient } from './clients.js';
+import type { ScriptClient } from './script-client.js';
 import { attempt } from './scripts.js';
 
 const SHA = createHash('sha1').update(RULES_SCRIPT).digest('hex');

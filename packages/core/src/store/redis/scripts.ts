@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { describe } from '../../errors.js';
 import { DECIDE_SCRIPT, LUA_LINES } from '../../lua.generated.js';
-import type { ScriptClient } from './clients.js';
+import type { ScriptClient } from './script-client.js';
 
 export const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
 

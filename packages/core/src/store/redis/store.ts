@@ -2,12 +2,15 @@ import calculateSlot from 'cluster-key-slot';
 import { badOption, SluiceError } from '../../errors.js';
 import { checkNames } from '../../options.js';
 import type { Store, StoreReply } from '../contract.js';
-import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, type ScriptClient, scriptClient } from './clients.js';
+import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './clients.js';
 import { Dispatcher } from './dispatch.js';
 import { redisRules } from './rules.js';
+import type { ScriptClient } from './script-client.js';
 import { attempt, isDecideScript } from './scripts.js';
 
-export type { IoredisClient, NodeRedisClient, RedisClient } from './clients.js';
+export type { RedisClient } from './clients.js';
+export type { IoredisClient } from './ioredis.js';
+export type { NodeRedisClient } from './node-redis.js';
 
 /** Options of redisStore(). */
 export interface RedisStoreOptions {
