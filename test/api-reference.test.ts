@@ -37,7 +37,7 @@ const CORE = 'packages/core/src';
 const FASTIFY = 'packages/fastify/src/index.ts';
 const LIMITER_OPTIONS = { file: `${CORE}/limiter-options.ts`, type: 'LimiterOptions' };
 const HTTP_OPTIONS = { file: `${CORE}/adapter/options.ts`, type: 'HttpLimitOptions' };
-const FASTIFY_SPELLINGS = { file: `${CORE}/adapter/peer-fastify.ts`, type: 'FastifyRateLimitSpellings' };
+const FASTIFY_SPELLINGS = { file: 'packages/fastify/src/peer.ts', type: 'FastifyRateLimitSpellings' };
 const SHEDDER_OPTIONS = { file: `${CORE}/shed/shedder.ts`, type: 'ShedderOptions' };
 const CHECKS: Check[] = [
   { ...LIMITER_OPTIONS, in: 'createLimiter options' },
@@ -45,11 +45,11 @@ const CHECKS: Check[] = [
   { file: `${CORE}/limiter-api.ts`, type: 'Limiter', in: 'createLimiter' },
   { file: `${CORE}/limiter-api.ts`, type: 'ConsumeOptions', in: 'createLimiter' },
   { file: `${CORE}/limiter-api.ts`, type: 'CallOptions', in: 'createLimiter' },
-  { file: `${CORE}/wait.ts`, type: 'WaitOptions', in: 'createLimiter' },
+  { file: `${CORE}/limiter-api.ts`, type: 'WaitOptions', in: 'createLimiter' },
   { file: `${CORE}/decision.ts`, type: 'Decision', in: 'Decision' },
   { file: `${CORE}/decision.ts`, type: 'PolicyDecision', in: 'Decision' },
   { file: `${CORE}/decision.ts`, type: 'DecisionSource', in: 'Decision' },
-  { file: `${CORE}/limiter-options.ts`, type: 'LimiterEvent', in: 'Events' },
+  { file: `${CORE}/events.ts`, type: 'LimiterEvent', in: 'Events' },
   { file: `${CORE}/policy/policy.ts`, type: 'PolicyInput', in: 'Policies' },
   { file: `${CORE}/policy/policy.ts`, type: 'WindowStart', in: 'Policies' },
   { file: `${CORE}/policy/policy.ts`, type: 'CalendarPeriod', in: 'Policies' },
@@ -68,7 +68,7 @@ const CHECKS: Check[] = [
   },
   { file: FASTIFY, type: 'RateLimitError', in: 'Middleware options' },
   { file: `${CORE}/adapter/problem.ts`, type: 'LimitedResponse', in: 'Middleware options' },
-  { file: `${CORE}/adapter/peer-express.ts`, type: 'ExpressRateLimitSpellings', in: 'docs/migrating/express-rate-limit.md' },
+  { file: 'packages/express/src/peer.ts', type: 'ExpressRateLimitSpellings', in: 'docs/migrating/express-rate-limit.md' },
   { ...FASTIFY_SPELLINGS, in: 'docs/migrating/fastify-rate-limit.md' },
   { ...SHEDDER_OPTIONS, in: 'Shedding' },
   { file: `${CORE}/adapter/shed.ts`, type: 'ShedOptions', in: 'Shedding', except: [SHEDDER_OPTIONS] },

@@ -1,12 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '@sluice/core';
 import {
-  type ExpressRateLimitSpellings,
   type ForwardedCheck,
   type HttpLimitOptions,
   httpLimit,
   isFunction,
-  type PeerSpellings,
   type PolicyGiven,
   routeScope,
   type ShedOptions,
@@ -16,6 +14,7 @@ import {
   stackHeaders,
 } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { type ExpressRateLimitSpellings, expressRateLimit } from './peer.js';
 
 declare global {
   namespace Express {
@@ -26,7 +25,11 @@ declare global {
   }
 }
 
-type ExpressPeers = Omit<PeerSpellings<Request>, 'timeWindow'>;
+/** express-rate-limit's names that sluice's own spelling also takes: its policy (alone), its key and its headers. */
+type ExpressPeers = Pick<
+  ExpressRateLimitSpellings<Request, Response>,
+  'windowMs' | 'limit' | 'max' | 'keyGenerator' | 'standardHeaders' | 'legacyHeaders'
+>;
 
 /** The options only the Express adapter has. */
 export interface ExpressOwnOptions {
@@ -38,7 +41,6 @@ export interface ExpressOwnOptions {
 }
 
 const EXPRESS_OPTIONS = { onLimited: spec<NonNullable<ExpressOwnOptions['onLimited']>>(isFunction) };
-const PEERS = ['windowMs', 'limit', 'max', 'keyGenerator', 'standardHeaders', 'legacyHeaders'] as const;
 const FORWARDED: ForwardedCheck<Request> = {
   untrusted: (req) => req.headers['x-forwarded-for'] !== undefined && !req.app.get('trust proxy'),
   fix: "app.set('trust proxy', 1) (1: the number of proxies in front of the app)",
@@ -74,9 +76,8 @@ export function rateLimit(options: ExpressRateLimitDropIn): RequestHandler;
 export function rateLimit(options: ExpressRateLimitOptions | ExpressRateLimitDropIn): RequestHandler {
   const limit = httpLimit<Request, Response, typeof EXPRESS_OPTIONS>(options as ExpressRateLimitOptions, {
     own: EXPRESS_OPTIONS,
-    peers: PEERS,
     forwarded: FORWARDED,
-    peer: 'express-rate-limit',
+    peer: expressRateLimit,
   });
   const { onLimited } = limit.own;
 

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Decision, memoryStore } from '@sluice/core';
 import {
   badOption,
-  type FastifyRateLimitSpellings,
   type ForwardedCheck,
   shedGuard as guardOf,
   type HttpLimit,
@@ -22,6 +21,7 @@ import {
 } from '@sluice/core/adapter';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
+import { type FastifyRateLimitSpellings, fastifyRateLimit } from './peer.js';
 
 type FastifyPeers = Omit<FastifyRateLimitSpellings<FastifyRequest>, 'ban'>;
 
@@ -52,7 +52,7 @@ export type FastifyRateLimitOptions = FastifyRateLimitRouteOptions &
   FastifyPluginOwnOptions &
   (PolicyGiven<FastifyRequest> | { max: NonNullable<FastifyPeers['max']> } | { global: false });
 
-/** The kit's reading of the options: a number `ban` is @fastify/rate-limit's, which the kit takes (peer-fastify.ts). */
+/** The kit's reading of the options: a number `ban` is @fastify/rate-limit's, which its translation takes (peer.ts). */
 type KitOptions = HttpLimitOptions<FastifyRequest, FastifyReply>;
 
 const ROUTE_OPTIONS = { onLimited: spec<NonNullable<FastifyRateLimitRouteOptions['onLimited']>>(isFunction) };
@@ -64,7 +64,6 @@ function isHook(v: unknown, n: string): 'onRequest' | 'preHandler' {
 }
 /** The plugin's own options, each default once (FastifyPluginOwnOptions says the same). */
 const PLUGIN_OPTIONS = { hook: spec(isHook, 'onRequest'), global: spec(isBoolean, true) };
-const PEERS = ['max', 'timeWindow'] as const;
 const FORWARDED: ForwardedCheck<FastifyRequest> = {
   // request.ips (Fastify's documented field, there when trustProxy is on) lists the socket's address and each hop
   // Fastify trusted: one or none means request.ip is the peer's. Fastify 5.12.1 and later trust no hop for a
@@ -136,7 +135,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const { hook: _hook, global: _global, ...app } = options as FastifyRateLimitRouteOptions & FastifyPluginOwnOptions;
   // Routes that override options still count in the plugin's store, so a shared `scope` shares a counter.
   if (ownValue(app, 'store') === undefined && ownValue(app, 'limiter') === undefined) app.store = memoryStore();
-  const own = { own: ROUTE_OPTIONS, peers: PEERS, forwarded: FORWARDED, peer: '@fastify/rate-limit' as const };
+  const own = { own: ROUTE_OPTIONS, forwarded: FORWARDED, peer: fastifyRateLimit };
   const appLimit: Limit | undefined = global ? httpLimit(app as KitOptions, own) : undefined;
   fastify.decorateRequest('rateLimit', undefined);
 
@@ -150,7 +149,9 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       if (value !== undefined) badOption(`config.rateLimit.${name}`, `absent on a route: ${name} is the plugin's option`, value);
     }
     const limit: Limit =
-      config === undefined ? (appLimit as Limit) : httpLimit(mergeHttpOptions(app, config) as KitOptions, { ...own, route: true });
+      config === undefined
+        ? (appLimit as Limit)
+        : httpLimit(mergeHttpOptions(app, config, fastifyRateLimit) as KitOptions, { ...own, route: true });
     const handler = makeHook(limit, route.url);
     const existing = route[hook];
     route[hook] = existing === undefined ? [handler] : [...(Array.isArray(existing) ? existing : [existing]), handler];

@@ -48,7 +48,7 @@ export type KoaRateLimitOptions = HttpLimitOptions<Context> & KoaOwnOptions & Po
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
-  const limit = httpLimit<Context, undefined, typeof KOA_OPTIONS>(options, { own: KOA_OPTIONS, peers: [], forwarded: FORWARDED });
+  const limit = httpLimit<Context, undefined, typeof KOA_OPTIONS>(options, { own: KOA_OPTIONS, forwarded: FORWARDED });
   const { onLimited } = limit.own;
 
   return async function sluiceRateLimit(ctx, next) {

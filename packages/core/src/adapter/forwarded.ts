@@ -1,8 +1,7 @@
 // The X-Forwarded-For warning: a request that carries the header while the framework does not trust
 // proxies is keyed on the proxy's address, so every client behind the proxy shares one counter. Reported
-// once per middleware, as an event and a console warning naming the fix, never silently (express-rate-limit
-// reports ERR_ERL_UNEXPECTED_X_FORWARDED_FOR). The adapter knows its framework: it tells whether a
-// request is such a one, and the fix in its words.
+// once per middleware, as an event and a console warning naming the fix, never silently. The adapter knows
+// its framework: it tells whether a request is such a one, and the fix in its words.
 
 import { reportEvent } from '../events.js';
 import type { Limiter } from '../limiter.js';

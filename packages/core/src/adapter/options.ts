@@ -8,14 +8,9 @@ import { LIMITER_OPTION_NAMES } from '../limiter-options.js';
 import { checkNames, isBoolean, isFunction, type OptionSpec, type OptionTable, ownCopy, type Resolved, resolve, spec } from '../options.js';
 import type { PolicyInput } from '../policy/policy.js';
 import { type DelayOptions, isDelay } from './delay.js';
-import { EXPRESS_RATE_LIMIT_NAMES, expressRateLimit, isExpressRateLimit, type PeerRuntime, refuseOutsidePeer } from './peer-express.js';
-import { FASTIFY_RATE_LIMIT_NAMES, fastifyRateLimit, isFastifyRateLimit } from './peer-fastify.js';
-import { fromPeers, PEER_NAMES, type PeerSpelling, type PeerSpellings } from './peers.js';
-
-export type Awaitable<T> = T | Promise<T>;
-
-/** A 429 body: a string is sent as text/plain, an object as JSON. */
-export type LimitedBody = string | Record<string, unknown>;
+import type { LimitedBody } from './problem.js';
+import type { PeerAnswer, PeerTranslator } from './translator.js';
+import type { Awaitable } from './user-call.js';
 
 /** A request's own policies (its plan): one policy or several, chosen from the request; may be async. */
 export type PolicyOf<Req> = (req: Req) => Awaitable<PolicyInput | PolicyInput[]>;
@@ -58,11 +53,11 @@ export interface HttpLimitOptions<Req, Res = undefined> extends Omit<Partial<Lim
    * touches the response: it is reported as a 'settle-error' event. Default none.
    */
   settle?: (req: Req, res: Res) => Awaitable<number | undefined>;
-  /** express-rate-limit: refund a request that failed (requestWasSuccessful false, or aborted by the client). Default false. */
+  /** Refund a request that failed (requestWasSuccessful false, or aborted by the client). Default false. */
   skipFailedRequests?: boolean;
-  /** express-rate-limit: refund a request that succeeded. Default false. */
+  /** Refund a request that succeeded. Default false. */
   skipSuccessfulRequests?: boolean;
-  /** express-rate-limit: whether a finished request succeeded, for the two skip options. Default: status below 400. */
+  /** Whether a finished request succeeded, for the two skip options. Default: status below 400. */
   requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
   /**
    * Hold a limited request until its turn instead of answering 429 (limiter.wait), when its turn comes
@@ -130,12 +125,11 @@ export const ADAPTER_OPTIONS = {
   delay: spec(isDelay),
 } satisfies { [K in Exclude<keyof HttpLimitOptions<unknown>, keyof LimiterOptions>]-?: OptionSpec<unknown> };
 
-/** What an adapter adds to the kit: its own options' table (such as onLimited), and the peer spellings it takes. */
+/** What an adapter adds to the kit: its own options' table (such as onLimited), and the rival spelling it takes. */
 export interface AdapterOwn<Own extends OptionTable = OptionTable> {
   own?: Own;
-  peers?: readonly PeerSpelling[];
-  /** The peer whose options this adapter takes with their meaning, when they are given in its spelling. */
-  peer?: 'express-rate-limit' | '@fastify/rate-limit';
+  /** A rival library's options, taken with their meaning when given in its spelling (translator.ts). Default none. */
+  peer?: PeerTranslator;
   /** The options are a route's own (Fastify's config.rateLimit), not an app's or a plugin's. */
   route?: boolean;
 }
@@ -146,43 +140,21 @@ export interface ResolvedHttpOptions<Own extends OptionTable> extends Resolved<t
   /** A policy function is the request's: each call passes what it returns, and the limiter has none. */
   policyOf: PolicyOf<unknown> | undefined;
   limiter: Limiter;
-  /** The peer's headers and answer, when the options are in its spelling. */
-  peer: PeerRuntime | undefined;
+  /** The rival's headers and answer, when the options are in its spelling. */
+  peer: PeerAnswer | undefined;
 }
 
 /** Resolves an adapter's options once, at construction; each rule is checked here, once, naming the option. */
-export function resolveHttpOptions<Own extends OptionTable>(
-  options: HttpLimitOptions<never, never> & PeerSpellings<never>,
-  adapter: AdapterOwn<Own>,
-): ResolvedHttpOptions<Own> {
+export function resolveHttpOptions<Own extends OptionTable>(options: object, adapter: AdapterOwn<Own>): ResolvedHttpOptions<Own> {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
   const table = adapter.own ?? ({} as Own);
-  const peerNames =
-    adapter.peer === 'express-rate-limit'
-      ? EXPRESS_RATE_LIMIT_NAMES
-      : adapter.peer === '@fastify/rate-limit'
-        ? FASTIFY_RATE_LIMIT_NAMES
-        : [];
-  // Each name once: a peer's names repeat some of ours (max, timeWindow, ban).
+  // Each name once: a rival's names repeat some of ours (ban, message, statusCode).
   const known = [
-    ...new Set([
-      ...LIMITER_OPTION_NAMES,
-      ...Object.keys(ADAPTER_OPTIONS),
-      ...(adapter.peers ?? PEER_NAMES),
-      ...peerNames,
-      ...Object.keys(table),
-    ]),
+    ...new Set([...LIMITER_OPTION_NAMES, ...Object.keys(ADAPTER_OPTIONS), ...(adapter.peer?.names ?? []), ...Object.keys(table)]),
   ];
   checkNames(options, known, 'a rate-limit option');
-  const copy = ownCopy(options);
-  const peer =
-    adapter.peer === 'express-rate-limit' && isExpressRateLimit(copy)
-      ? expressRateLimit(copy)
-      : adapter.peer === '@fastify/rate-limit' && isFastifyRateLimit(copy)
-        ? fastifyRateLimit(copy, adapter.route === true)
-        : undefined;
-  if (peer === undefined) refuseOutsidePeer(copy, adapter.peer === '@fastify/rate-limit' ? FASTIFY_RATE_LIMIT_NAMES : []);
-  const o = fromPeers(copy);
+  const o = ownCopy(options);
+  const peer = adapter.peer?.translate(o, adapter.route === true);
   const kit = resolve(ADAPTER_OPTIONS, o);
   const policyOf = typeof o.policy === 'function' ? (o.policy as PolicyOf<unknown>) : undefined;
   const given = limiterOptions(o, policyOf);
@@ -199,7 +171,7 @@ function limiterOptions(o: Record<string, unknown>, policyOf: PolicyOf<unknown> 
   const given: Record<string, unknown> = {};
   for (const name of LIMITER_OPTION_NAMES) if (o[name] !== undefined && !(name === 'policy' && policyOf)) given[name] = o[name];
   if (o.limiter === undefined && given.policy === undefined && policyOf === undefined) {
-    badOption('policy', "given (e.g. '100/1m' or (req) => plans[req.user.plan]), or limiter, or windowMs with limit", undefined);
+    badOption('policy', "given (e.g. '100/1m' or (req) => plans[req.user.plan]), or limiter", undefined);
   }
   return given;
 }

@@ -1,7 +1,10 @@
 // The answer to a limited request: by `statusCode` and `message`, RFC 9457 problem+json by default.
 import type { Decision } from '../decision.js';
 import { retryAfterSeconds } from '../headers.js';
-import type { Awaitable, LimitedBody } from './options.js';
+import type { Awaitable } from './user-call.js';
+
+/** A 429 body: a string is sent as text/plain, an object as JSON. */
+export type LimitedBody = string | Record<string, unknown>;
 
 /** A limited response, ready to send. */
 export interface LimitedResponse {

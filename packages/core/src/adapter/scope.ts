@@ -1,8 +1,7 @@
 // Who a request counts as, and under which counter: the client's key and the route's scope.
 import { describe, SluiceError } from '../errors.js';
 import { ipKey } from '../ip-key.js';
-import type { Awaitable } from './options.js';
-import { call, caught } from './user-call.js';
+import { type Awaitable, call, caught } from './user-call.js';
 
 /**
  * The default counter of a middleware: its route's method and pattern ('POST /login'), or, where no

@@ -1,11 +1,11 @@
 // After the response: the decision's concurrent slots go back, and its charge moves to the request's real
-// cost (settle), or back to nothing (express-rate-limit's skipFailedRequests and skipSuccessfulRequests),
-// by the decision's own adjust().
+// cost (settle), or back to nothing (skipFailedRequests and skipSuccessfulRequests), by the decision's own
+// adjust().
 import type { Decision } from '../decision.js';
 import { SluiceError } from '../errors.js';
 import { reportEvent } from '../events.js';
 import type { Limiter } from '../limiter.js';
-import type { Awaitable } from './options.js';
+import type { Awaitable } from './user-call.js';
 
 /** What the kit reads of Node's http.ServerResponse (Express's res, Fastify's reply.raw, Koa's ctx.res). */
 export interface RawResponse {
@@ -37,8 +37,8 @@ function onClose(raw: RawResponse, fn: () => void): void {
   // Closed before we got here (the client left while the limiter decided): 'close' will not come.
   if (raw.destroyed) fn();
   // 'close' comes once for every response, after 'finish' or without it (the client left), always
-  // since Node 11: one listener, and writableFinished tells the two apart. (express-rate-limit
-  // refunded on 'close' as if it meant a failure, so it refunded successful requests too.)
+  // since Node 11: one listener, and writableFinished tells the two apart ('close' alone does not
+  // mean a failure: a successful request closes too).
   else raw.once('close', fn);
 }
 

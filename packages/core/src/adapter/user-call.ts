@@ -2,6 +2,9 @@
 // reaches the framework as a SluiceError with a stable code, and the original as `cause`.
 import { SluiceError } from '../errors.js';
 
+/** What a user's function returns: a value, or a promise of it. */
+export type Awaitable<T> = T | Promise<T>;
+
 function userError(error: unknown, code: string, name: string): SluiceError {
   if (error instanceof SluiceError) return error;
   const what = error instanceof Error ? `: ${error.message}` : '';
@@ -9,8 +12,8 @@ function userError(error: unknown, code: string, name: string): SluiceError {
 }
 
 /**
- * Calls a user's function of the request (and of the response, for express-rate-limit's functions of
- * `(req, res)`); a throw becomes a SluiceError with `code`.
+ * Calls a user's function of the request (and of the response and key, for a rival's functions of
+ * `(req, res)` or `(req, key)`); a throw becomes a SluiceError with `code`.
  */
 export function call<T>(
   fn: (req: never, res: never, key: never) => T,

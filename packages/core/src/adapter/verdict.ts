@@ -6,12 +6,11 @@ import type { ConsumeOptions, Limiter } from '../limiter.js';
 import type { OptionTable, Resolved } from '../options.js';
 import { holder } from './delay.js';
 import { type ForwardedCheck, forwardedWarning } from './forwarded.js';
-import { type AdapterOwn, type Awaitable, type HttpLimitOptions, resolveHttpOptions } from './options.js';
-import type { PeerSpellings } from './peers.js';
+import { type AdapterOwn, type HttpLimitOptions, resolveHttpOptions } from './options.js';
 import { deniedResponder, type LimitedResponse, limitedResponder, unavailableResponse } from './problem.js';
 import { clientKeyOf } from './scope.js';
 import { type RawResponse, tracker } from './settle.js';
-import { call, caught } from './user-call.js';
+import { type Awaitable, call, caught } from './user-call.js';
 
 /** The outcome for one request. */
 export interface HttpVerdict {
@@ -38,8 +37,8 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
   /** The response for a limited decision: by `statusCode` and `message`, problem+json by default. */
   limitedResponse(decision: Decision, req: Req, res?: Res): Promise<LimitedResponse>;
   /**
-   * Under @fastify/rate-limit's spelling: the error to throw for a limited request (its errorResponseBuilder's);
-   * undefined for a 'fail-closed' one, answered by limitedResponse.
+   * Under a rival's spelling that answers by its framework's error handler (PeerAnswer.error): the error to
+   * throw for a limited request; undefined for a 'fail-closed' one, answered by limitedResponse.
    */
   limitedError?(verdict: HttpVerdict, req: Req): unknown;
   /**
@@ -56,10 +55,10 @@ export interface HttpLimit<Req, Res = undefined, Own extends OptionTable = Optio
  * @example const limit = httpLimit<Request>({ policy: '100/1m' }, { own: { onLimited: spec(isFunction) } }); const v = await limit.check(req, routeScope('GET', '/'), () => req.ip);
  */
 export function httpLimit<Req, Res = undefined, Own extends OptionTable = OptionTable>(
-  options: HttpLimitOptions<Req, Res> & PeerSpellings<Req>,
+  options: HttpLimitOptions<Req, Res>,
   adapter: AdapterOwn<Own> & { forwarded?: ForwardedCheck<Req> } = {},
 ): HttpLimit<Req, Res, Own> {
-  const o = resolveHttpOptions(options as HttpLimitOptions<never, never>, adapter);
+  const o = resolveHttpOptions(options, adapter);
   const { limiter, scope, policyOf } = o;
   const { skip, cost } = o;
   const clientKey = clientKeyOf<Req>(o.key, o.ipv6Subnet);
@@ -68,10 +67,10 @@ export function httpLimit<Req, Res = undefined, Own extends OptionTable = Option
   const forwarded = o.key === undefined && peer?.warnForwarded !== false ? forwardedWarning(limiter, adapter.forwarded) : undefined;
   const headers = { headers: o.headers };
   const draft8 = o.headers === 'draft-8';
-  // express-rate-limit's headers and answer under its spelling (peer-express.ts).
+  // A rival's headers and answer, under its spelling (translator.ts).
   const headersOf = (decision: Decision, key: string) =>
     peer !== undefined ? peer.headers(decision, key) : rateLimitHeaders(decision, draft8 ? { headers: 'draft-8', key } : headers);
-  const limited = peer === undefined ? limitedResponder<Req>(o.message, o.statusCode) : peer.respond;
+  const limited = peer?.respond ?? limitedResponder<Req>(o.message, o.statusCode);
   const hold = o.delay && holder(limiter, o.delay);
 
   return {

@@ -1,34 +1,23 @@
-// express-rate-limit's options with its meaning (issue 26: drop-in means the same observable behaviour):
-// its algorithm (a fixed window from the key's first hit), its headers and their defaults, its body,
-// content type and status, and each function's call signature (req, res). An option that cannot be
-// honoured is refused by name, with the sluice option to use instead. Read from express-rate-limit 7.5
-// and 8 (source/lib.ts, source/headers.ts).
-import type { Decision } from '../decision.js';
-import { parseDuration } from '../duration.js';
-import { badOption } from '../errors.js';
-import { type EarlierDraft, rateLimitHeaders } from '../headers.js';
-import { isBoolean, isFunction } from '../options.js';
-import type { PolicyInput } from '../policy/policy.js';
-import type { LimitedResponse } from './problem.js';
+// express-rate-limit's options with its meaning: drop-in means the same observable behaviour. Its algorithm (a
+// fixed window from the key's first hit), its headers and their defaults, its body, content type and status,
+// and each function's call signature (req, res). An option that cannot be honoured is refused by name, with
+// the sluice option to use instead. Beside sluice's own spelling (a policy or a limiter given), keyGenerator,
+// standardHeaders and legacyHeaders stand for key and headers. Read from express-rate-limit 7.5 and 8
+// (source/lib.ts, source/headers.ts).
+import { type HeadersMode, type PolicyInput, rateLimitHeaders } from '@sluice/core';
+import {
+  type Awaitable,
+  badOption,
+  isBoolean,
+  isFunction,
+  type PeerAnswer,
+  type PeerTranslator,
+  parseDuration,
+  policyPerLimit,
+} from '@sluice/core/adapter';
 
 type Options = Record<string, unknown>;
-type Awaitable<T> = T | Promise<T>;
-
-/** A peer's behaviour where it is not sluice's: its headers and its answer to a limited request. */
-export interface PeerRuntime {
-  /** The peer's headers for a decision on `key`. */
-  headers(decision: Decision, key: string): Record<string, string>;
-  /** The peer's answer to a limited request. */
-  respond(decision: Decision, req: unknown, res: unknown): Promise<LimitedResponse>;
-  /** False when the peer's own option turned the X-Forwarded-For warning off. */
-  warnForwarded: boolean;
-  /** @fastify/rate-limit's allowList: true lets the request through uncounted. */
-  allow?(req: unknown, key: string): Awaitable<boolean>;
-  /** Called with every decision (@fastify/rate-limit's onExceeding and onExceeded). */
-  seen?(decision: Decision, req: unknown, key: string): void;
-  /** The error to throw for a limited request, when the peer answers by its framework's error handler. */
-  error?(decision: Decision, req: unknown, key: string): unknown;
-}
+type EarlierDraft = Extract<HeadersMode, `draft-${number}`>;
 
 /**
  * express-rate-limit's options as it types them (7 and 8), for a request type `Req` and a response type
@@ -89,8 +78,8 @@ const REFUSED: Record<string, string> = {
 
 const DEFAULTS = { windowMs: 60_000, limit: 5, message: 'Too many requests, please try again later.', statusCode: 429 };
 
-/** Whether options given to the Express adapter are in express-rate-limit's spelling (no policy or limiter of ours). */
-export function isExpressRateLimit(o: Options): boolean {
+/** Whether options are in express-rate-limit's spelling: its policy or headers, and no policy or limiter of ours. */
+function isExpressRateLimit(o: Options): boolean {
   if (o.policy !== undefined || o.limiter !== undefined) return false;
   return ['windowMs', 'limit', 'max', 'handler', 'standardHeaders', 'legacyHeaders'].some((n) => o[n] !== undefined);
 }
@@ -104,18 +93,48 @@ const OURS: Record<string, string> = {
   requestPropertyName: 'req.rateLimit',
 };
 
-/** Refuses a peer's own options beside a policy or limiter of ours, naming ours (`others`: another peer's, by name). */
-export function refuseOutsidePeer(o: Options, others: readonly string[] = []): void {
-  for (const name of others) {
-    // `ban` as an object is sluice's own option (issue 27), not @fastify/rate-limit's number.
-    if (name !== 'max' && name !== 'timeWindow' && o[name] !== undefined && !(name === 'ban' && typeof o[name] === 'object')) {
-      badOption(name, "given with max and timeWindow (@fastify/rate-limit's spelling), not beside policy or limiter", o[name]);
-    }
-  }
+/** Its names that stand for one of ours, also beside sluice's own spelling. */
+const ALIASES = {
+  policy: ['windowMs', 'limit', 'max'],
+  key: ['keyGenerator'],
+  headers: ['standardHeaders', 'legacyHeaders'],
+} as const;
+
+/** express-rate-limit's spelling, for the kit: `httpLimit(options, { peer: expressRateLimit })`. */
+export const expressRateLimit: PeerTranslator = {
+  names: EXPRESS_RATE_LIMIT_NAMES,
+  aliases: ALIASES,
+  translate: (o) => (isExpressRateLimit(o) ? translate(o) : besideOurs(o)),
+};
+
+/**
+ * Options in sluice's spelling: express-rate-limit's names that stand for one of ours (keyGenerator for key,
+ * standardHeaders and legacyHeaders for headers) become it, in place; the others are refused, naming ours.
+ */
+function besideOurs(o: Options): undefined {
   for (const [name, ours] of Object.entries(OURS)) {
     if (o[name] !== undefined)
       badOption(name, `given with windowMs and limit (express-rate-limit's spelling); beside policy or limiter use ${ours}`, o[name]);
   }
+  alias(o, 'policy', ALIASES.policy, () => {
+    const limit = o.limit ?? o.max;
+    if (limit === undefined) badOption('limit', 'a positive integer when windowMs is given', limit);
+    return { limit, window: o.windowMs === undefined ? DEFAULTS.windowMs : parseDuration(o.windowMs, 'windowMs') };
+  });
+  alias(o, 'key', ALIASES.key, () => isFunction(o.keyGenerator, 'keyGenerator'));
+  alias(o, 'headers', ALIASES.headers, () => {
+    const { draft, legacy } = headerModes(o);
+    return draft !== undefined && legacy ? 'both' : draft !== undefined ? 'draft' : legacy ? 'legacy' : false;
+  });
+  return undefined;
+}
+
+/** `o[name]` from the names that stand for it, which go; refused when `name` is given beside them. */
+function alias(o: Options, name: string, names: readonly string[], value: () => unknown): void {
+  if (!names.some((n) => o[n] !== undefined)) return;
+  if (o[name] !== undefined) badOption(name, `given alone, not with ${names.join(', ').replace(/, ([^,]*)$/, ' or $1')}`, o[name]);
+  o[name] = value();
+  for (const n of names) delete o[n];
 }
 
 /** express-rate-limit's `identifier` default: the policy's name in draft-8 headers, e.g. '5-in-1min'. */
@@ -140,10 +159,9 @@ function headerModes(o: Options): { draft: EarlierDraft | undefined; legacy: boo
 
 /**
  * Turns `o` (express-rate-limit's spelling, own properties) into the kit's options, in place: a first-hit
- * fixed window, the key, skip and handler; returns the peer's headers and limited answer.
- * @example expressRateLimit(ownCopy({ windowMs: 60_000, limit: 5 }))
+ * fixed window, the key, skip and handler; returns its headers and limited answer.
  */
-export function expressRateLimit(o: Options): PeerRuntime {
+function translate(o: Options): PeerAnswer {
   for (const [name, instead] of Object.entries(REFUSED)) if (o[name] !== undefined) badOption(name, instead, o[name]);
   if (o.store !== undefined && typeof (o.store as { increment?: unknown }).increment === 'function') {
     badOption('store', 'a sluice Store: redisStore({ client }) for Redis (instead of rate-limit-redis), or memoryStore()', o.store);
@@ -206,22 +224,5 @@ export function expressRateLimit(o: Options): PeerRuntime {
       if (typeof body === 'string') return { status: statusCode as number, contentType: 'text/html; charset=utf-8', body };
       return { status: statusCode as number, contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
     },
-  };
-}
-
-/**
- * `policyFor` made once per limit: the limiter reads a request's policy by identity, so a limit's is one
- * object. The limits' first-hit windows share one counter per key (a first-hit window's id names no limit),
- * held against each request's limit, as the peers' stores count.
- */
-export function policyPerLimit(policyFor: (limit: number) => PolicyInput): (limit: number) => PolicyInput {
-  const policies = new Map<number, PolicyInput>();
-  return (limit) => {
-    let policy = policies.get(limit);
-    if (policy === undefined) {
-      policy = policyFor(limit);
-      policies.set(limit, policy);
-    }
-    return policy;
   };
 }

@@ -1,18 +1,22 @@
-// @fastify/rate-limit's options with its meaning (issue 26: drop-in means the same observable behaviour):
-// its algorithm (a fixed window from the key's first hit), its counting scope (one counter per client
+// @fastify/rate-limit's options with its meaning (drop-in means the same observable behaviour): its
+// algorithm (a fixed window from the key's first hit), its counting scope (one counter per client
 // across the plugin's routes; a route with its own config counts on its own), its headers and their
 // toggles, its error (errorResponseBuilder's, thrown for Fastify's error handler), allowList and ban.
 // An option that cannot be honoured is refused by name, with the sluice option to use instead. Read
 // from @fastify/rate-limit 10.3 (index.js, store/LocalStore.js).
-import type { Decision } from '../decision.js';
-import { badOption } from '../errors.js';
-import { isBoolean, isFunction } from '../options.js';
-import type { PolicyInput } from '../policy/policy.js';
-import { type PeerRuntime, policyPerLimit } from './peer-express.js';
-import { timeWindowMs } from './peers.js';
+import type { Decision, PolicyInput } from '@sluice/core';
+import {
+  type Awaitable,
+  badOption,
+  isBoolean,
+  isFunction,
+  type PeerAnswer,
+  type PeerTranslator,
+  parseDuration,
+  policyPerLimit,
+} from '@sluice/core/adapter';
 
 type Options = Record<string, unknown>;
-type Awaitable<T> = T | Promise<T>;
 
 /** @fastify/rate-limit's options as it types them: what @sluice/fastify takes with their meaning (no `policy` of ours). */
 export interface FastifyRateLimitSpellings<Req> {
@@ -77,14 +81,45 @@ const REFUSED: Record<string, string> = {
 };
 
 /** Whether options given to the Fastify plugin (or a route) are in @fastify/rate-limit's spelling. */
-export function isFastifyRateLimit(o: Options): boolean {
+function isFastifyRateLimit(o: Options): boolean {
   if (o.policy !== undefined || o.limiter !== undefined) return false;
-  // `ban` is also sluice's own option (an object: { after, within, for }, issue 27); @fastify/rate-limit's is a number.
+  // `ban` is also sluice's own option (an object: { after, within, for }); @fastify/rate-limit's is a number.
   return FASTIFY_RATE_LIMIT_NAMES.some((n) => o[n] !== undefined && !(n === 'ban' && typeof o[n] === 'object'));
 }
 
+/** @fastify/rate-limit's spelling, for the kit: `httpLimit(options, { peer: fastifyRateLimit })`. */
+export const fastifyRateLimit: PeerTranslator = {
+  names: FASTIFY_RATE_LIMIT_NAMES,
+  aliases: { policy: ['max', 'timeWindow'], key: ['keyGenerator'] },
+  translate: (o, route) => (isFastifyRateLimit(o) ? translate(o, route) : besideOurs(o)),
+};
+
+/** Options in sluice's spelling: @fastify/rate-limit's names are refused beside them (a number `ban` included). */
+function besideOurs(o: Options): undefined {
+  for (const name of FASTIFY_RATE_LIMIT_NAMES) {
+    const value = o[name];
+    if (value === undefined || (name === 'ban' && typeof value === 'object')) continue;
+    if (name === 'max' || name === 'timeWindow')
+      badOption(name, "absent beside policy or limiter (max and timeWindow are @fastify/rate-limit's spelling of a policy)", value);
+    badOption(name, "given with max and timeWindow (@fastify/rate-limit's spelling), not beside policy or limiter", value);
+  }
+  return undefined;
+}
+
+const WINDOW_MS = 60_000;
+const WORDS = /^(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)$/i;
+const WORD_MS: Record<string, number> = { mil: 1, sec: 1000, min: 60_000, hou: 3_600_000, hrs: 3_600_000, hr: 3_600_000, day: 86_400_000 };
+
+/** Its timeWindow: ms, a duration ('1m'), or words ('1 minute'). */
+function timeWindowMs(value: unknown): number {
+  const words = typeof value === 'string' ? WORDS.exec(value.trim()) : null;
+  if (!words) return parseDuration(value, 'timeWindow');
+  const unit = (words[2] as string).toLowerCase();
+  return Number(words[1]) * (WORD_MS[unit.slice(0, 3)] ?? WORD_MS[unit.slice(0, 2)] ?? 0);
+}
+
 /** @lukeed/ms' format(ms, true), which @fastify/rate-limit's default error message uses: '1 minute', '30 seconds'. */
-export function longDuration(ms: number): string {
+function longDuration(ms: number): string {
   const units: [number, string][] = [
     [31_557_600_000, 'year'],
     [86_400_000, 'day'],
@@ -108,13 +143,12 @@ function toggles(value: unknown, name: string, labels: readonly string[]): Set<s
 
 /**
  * Turns `o` (@fastify/rate-limit's spelling, own properties) into the kit's options, in place: a first-hit
- * fixed window, the key, the scope; returns the peer's headers, allowList, ban and error. `route`: the
- * options are a route's own config (it counts on its own), else the plugin's (one counter across its routes).
- * @example fastifyRateLimit(ownCopy({ max: 100, timeWindow: '1 minute' }), false)
+ * fixed window, the key, the scope; returns its headers, allowList, ban and error. `route`: the options are
+ * a route's own config (it counts on its own), else the plugin's (one counter across its routes).
  */
-export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
+function translate(o: Options, route: boolean): PeerAnswer {
   for (const [name, instead] of Object.entries(REFUSED)) if (o[name] !== undefined) badOption(name, instead, o[name]);
-  const windowMs = o.timeWindow === undefined ? 60_000 : timeWindowMs(o.timeWindow);
+  const windowMs = o.timeWindow === undefined ? WINDOW_MS : timeWindowMs(o.timeWindow);
   const max = o.max ?? 1000;
   if (typeof max !== 'function' && (typeof max !== 'number' || !Number.isFinite(max)))
     badOption('max', 'a number or a function (request, key)', max);
@@ -169,7 +203,6 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
 
   const ttlS = (d: Decision) => Math.ceil(d.resetMs / 1000);
   return {
-    warnForwarded: true,
     allow(req, key) {
       if (list === undefined) return false;
       return Array.isArray(list) ? list.includes(key) : (list as (req: unknown, key: string) => Awaitable<boolean>)(req, key);
@@ -186,9 +219,6 @@ export function fastifyRateLimit(o: Options, route: boolean): PeerRuntime {
     seen(decision, req, key) {
       if (decision.allowed) callbacks.onExceeding?.(req, key);
       else callbacks.onExceeded?.(req, key);
-    },
-    async respond() {
-      throw new Error('@fastify/rate-limit answers by its error (PeerRuntime.error)');
     },
     error(decision, req, key) {
       let banned = false;
