@@ -3,7 +3,7 @@
 // so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its capacity. Contenders side by side:
 // no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every 100 ms, the same
 // signal and threshold as sluice's default targetDelay) and sluice's shed() (its defaults, or --shed JSON;
-// mounted in front of the app on node:http unless --mount app: Express's and Koa's shed(), Fastify's shedGuard
+// mounted in front of the app on node:http unless --mount app: each adapter's shedGuard, Fastify's
 // through its serverFactory).
 // The load generator is this process; each (contender, load) gets a fresh server in a child process on
 // 127.0.0.1, so no backlog carries over. Each round measures capacity again (the unprotected server's req/s
@@ -91,14 +91,17 @@ async function serve(framework, contender, shedOptions) {
     await app.listen({ port: 0, host: '127.0.0.1' });
     server = app.server;
   } else {
-    // Express and Koa: shed() in the app, or in front of it (--mount front), where priority() gets node:http's
+    // Express and Koa: shed() in the app, or shedGuard() in front of it (--mount front), where priority() gets node:http's
     // IncomingMessage (req.headers reads the same on Express's req, Koa's ctx and node:http's req).
     let guard;
     let handle;
     if (framework === 'express') {
       const app = (await import('express')).default();
       if (contender === 'sluice')
-        guard = (await import('@sluice/express')).shed({ ...shedOptions, priority: (req) => priority(req.headers['x-priority']) });
+        guard = (await import('@sluice/express'))[MOUNT === 'app' ? 'shed' : 'shedGuard']({
+          ...shedOptions,
+          priority: (req) => priority(req.headers['x-priority']),
+        });
       if (guard !== undefined && MOUNT === 'app') app.use(guard);
       app.get('/', (_req, res) => {
         stamp((k, v) => res.set(k, v));
@@ -108,7 +111,10 @@ async function serve(framework, contender, shedOptions) {
     } else {
       const app = new (await import('koa')).default();
       if (contender === 'sluice')
-        guard = (await import('@sluice/koa')).shed({ ...shedOptions, priority: (ctx) => priority(ctx.headers['x-priority']) });
+        guard = (await import('@sluice/koa'))[MOUNT === 'app' ? 'shed' : 'shedGuard']({
+          ...shedOptions,
+          priority: (ctx) => priority(ctx.headers['x-priority']),
+        });
       if (guard !== undefined && MOUNT === 'app') app.use(guard);
       app.use((ctx) => {
         stamp((k, v) => ctx.set(k, v));

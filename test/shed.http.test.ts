@@ -1,14 +1,14 @@
 // shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
-// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; Express's and
-// Koa's also mounted in front of the app, on node:http's request and response.
+// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; shedGuard()
+// in front of each app, on node:http's request and response, and both on one shedder.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createShedder, type Priority, type Shedder } from '@sluice/core';
-import { shed as expressShed } from '@sluice/express';
+import { shed as expressShed, shedGuard as expressShedGuard } from '@sluice/express';
 import { shed as fastifyShed, shedGuard as fastifyShedGuard } from '@sluice/fastify';
-import { shed as koaShed } from '@sluice/koa';
+import { shed as koaShed, shedGuard as koaShedGuard } from '@sluice/koa';
 import { prometheusMetrics } from '@sluice/metrics';
 import express from 'express';
 import Fastify from 'fastify';
@@ -16,7 +16,7 @@ import Koa from 'koa';
 import { Registry } from 'prom-client';
 
 type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front' | 'fastify in front';
-/** How shed() is mounted: as the app's middleware, in front of the app on node:http, or both (one gate). */
+/** How shed() is mounted: as the app's middleware, shedGuard() in front of the app on node:http, or both (one shedder). */
 type Mount = 'app' | 'front' | 'both';
 
 /** GET /slow answers once the test calls `open()`; GET /fast at once. `entered` resolves when /slow's handler runs. */
@@ -50,9 +50,8 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
   let server: Server;
   if (framework.startsWith('express')) {
     const app = express();
-    // In front, priority(req) gets node:http's IncomingMessage: req.headers reads the same on both.
-    const guard = expressShed({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
-    if (mount !== 'front') app.use(guard);
+    if (mount !== 'front') app.use(expressShed({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) }));
+    const guard = expressShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
     app.get('/slow', (_req, res) => void slow().then((b) => res.send(b)));
     app.get('/fast', (_req, res) => void res.send('ok'));
     server =
@@ -61,8 +60,8 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
         : createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : app(req, res)))).listen(0, '127.0.0.1');
   } else if (framework.startsWith('koa')) {
     const app = new Koa();
-    const guard = koaShed({ shedder, priority: (ctx) => priorityOf(mount === 'app' ? ctx.get('x-priority') : ctx.headers['x-priority']) });
-    if (mount !== 'front') app.use(guard);
+    if (mount !== 'front') app.use(koaShed({ shedder, priority: (ctx) => priorityOf(ctx.get('x-priority')) }));
+    const guard = koaShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
     app.use(async (ctx) => {
       ctx.body = ctx.path === '/slow' ? await slow() : 'ok';
     });
@@ -74,20 +73,17 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
             0,
             '127.0.0.1',
           );
-  } else if (mount === 'front') {
-    // Fastify's shedGuard on node:http, through its serverFactory.
-    const guard = fastifyShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
-    const app = Fastify({
-      serverFactory: (handler) =>
-        createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handler(req, res)))),
-    });
-    app.get('/slow', slow);
-    app.get('/fast', async () => 'ok');
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    server = app.server;
   } else {
-    const app = Fastify();
-    await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
+    // In front: Fastify's shedGuard on node:http, through its serverFactory.
+    const guard = fastifyShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
+    const app =
+      mount === 'app'
+        ? Fastify()
+        : Fastify({
+            serverFactory: (handler) =>
+              createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handler(req, res)))),
+          });
+    if (mount !== 'front') await app.register(fastifyShed, { shedder, priority: (request) => priorityOf(request.headers['x-priority']) });
     app.get('/slow', slow);
     app.get('/fast', async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -251,7 +247,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
   },
 );
 
-describe.each<Framework>(['express', 'koa'])('shed() in %s, mounted both in front of the app and in it', (framework) => {
+describe.each<Framework>(['express', 'koa', 'fastify'])('shed() in %s and shedGuard() in front of it, on one shedder', (framework) => {
   test('one request takes one slot, given back once', async () => {
     const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0, normal: 0 } });
     const app = await start(framework, shedder, true);

@@ -1,7 +1,7 @@
 // What a shed request costs the server (issue 29): CPU per request when every request is answered 503 by
 // shed() (a shedder whose one slot is held), against the bare app's 200, per framework; with V=raw (Express),
-// a 503 written by the first middleware with writeHead/end; with V=front (Express, Koa), shed() mounted in front
-// of the app on node:http; with V=pre, node:http alone. Closed loop,
+// a 503 written by the first middleware with writeHead/end; with V=front (Express, Koa), shedGuard() mounted in
+// front of the app on node:http; with V=pre, node:http alone. Closed loop,
 // 16 connections (autocannon, this process); the server's CPU is read in its own process.
 // Usage: pnpm build && [FW=express,fastify,koa] [V=bare,shed,raw,front,pre] node bench/lab/shed-cost.mjs
 import { fork } from 'node:child_process';
@@ -29,7 +29,7 @@ if (mode === 'serve') {
         res.end(body);
       });
     if (variant === 'front') {
-      const guard = (await import('@sluice/express')).shed({ shedder });
+      const guard = (await import('@sluice/express')).shedGuard({ shedder });
       server = (await import('node:http')).createServer((q, s) => guard(q, s, () => app(q, s))).listen(0, '127.0.0.1');
     }
     if (variant === 'pre')
@@ -54,7 +54,7 @@ if (mode === 'serve') {
       ctx.body = { ok: true };
     });
     if (variant === 'front') {
-      const guard = (await import('@sluice/koa')).shed({ shedder });
+      const guard = (await import('@sluice/koa')).shedGuard({ shedder });
       const handle = app.callback();
       server = (await import('node:http')).createServer((q, s) => guard(q, s, () => handle(q, s))).listen(0, '127.0.0.1');
     } else server = app.listen(0, '127.0.0.1');

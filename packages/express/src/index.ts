@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '@sluice/core';
 import {
   type ForwardedCheck,
+  shedGuard as guardOf,
   type HttpLimitOptions,
   httpLimit,
   isFunction,
@@ -9,7 +10,6 @@ import {
   routeScope,
   type ShedOptions,
   shedGate,
-  shedGuard,
   spec,
   stackHeaders,
 } from '@sluice/core/adapter';
@@ -111,27 +111,28 @@ export type { Decision } from '@sluice/core';
 export type ExpressShedOptions = ShedOptions<Request>;
 
 /**
- * shed()'s middleware: an Express RequestHandler, and also a guard for node:http's request and response in front
- * of the app, `(req, res, next) => void`, which reads only `req.headers`, `req.url`, `req.method` (through your
- * `priority`) and writes the 503 with `res.writeHead`/`res.end`.
- */
-export type ExpressShed = RequestHandler & ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void);
-
-/**
  * Express middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
  * waiting up to `maxWait`, default 0) answers 503 with Retry-After and problem+json. Bad options throw here.
- * Under heavy overload, mount it in front of the app, on node:http: a shed request then costs node:http's
- * parsing and the 503 only, not Express's per-request work (docs/shedding.md); `priority(req)` then gets Node's
- * IncomingMessage (`req.headers`, `req.url`, `req.method`; not Express's `req.path` or `req.ip`). Mounted both
- * ways, one request takes one slot.
+ * Under heavy overload, mount shedGuard() in front of the app instead (docs/shedding.md).
  * @example app.use(shed({ priority: (req) => (req.path.startsWith('/checkout') ? 'critical' : 'normal') }))
+ */
+export function shed(options: ExpressShedOptions = {}): RequestHandler {
+  // Express's req and res are node:http's: the kit's guard is the middleware, and its 503 is written with
+  // writeHead/end (no res.send: no ETag, charset or freshness work; under overload most requests take this path).
+  return guardOf(shedGate<Request>(options));
+}
+
+/**
+ * shed() in front of Express, on node:http's request and response: a shed request then costs node:http's parsing
+ * and the 503 only, not Express's per-request work (docs/shedding.md). `priority(req)` gets Node's IncomingMessage
+ * (`req.headers`, `req.url`, `req.method`; not Express's `req.path` or `req.ip`); `next(error)` when it threw.
+ * Given the `shedder` of a shed() in the app too, one request takes one slot. Bad options throw here.
  * @example
- * const guard = shed({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
+ * const guard = shedGuard({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
  * http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : app(req, res)))).listen(3000);
  */
-export function shed(options: ExpressShedOptions = {}): ExpressShed {
-  // The kit's node:http guard as it is: Express's req and res are node:http's, and its 503 is written with
-  // writeHead/end (no res.send: no ETag, charset or freshness work; under overload most requests take this path).
-  // In front of the app, `priority` gets the IncomingMessage its type calls a Request (said in the doc comment).
-  return shedGuard(shedGate<Request>(options)) as unknown as ExpressShed;
+export function shedGuard(
+  options: ShedOptions<IncomingMessage> = {},
+): (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void {
+  return guardOf(shedGate<IncomingMessage>(options));
 }

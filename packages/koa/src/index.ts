@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '@sluice/core';
 import {
   type ForwardedCheck,
+  shedGuard as guardOf,
   type HttpLimitOptions,
   httpLimit,
   isFunction,
@@ -9,7 +10,6 @@ import {
   routeScope,
   type ShedOptions,
   shedGate,
-  shedGuard,
   spec,
   stackHeaders,
 } from '@sluice/core/adapter';
@@ -91,38 +91,35 @@ export type { Decision } from '@sluice/core';
 export type KoaShedOptions = ShedOptions<Context>;
 
 /**
- * shed()'s middleware: a Koa middleware, and also a guard for node:http's request and response in front of the
- * app, `(req, res, next) => void`, which reads only what your `priority` reads and writes the 503 with
- * `res.writeHead`/`res.end`.
- */
-export type KoaShed = Middleware & ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void);
-
-/**
  * Koa middleware that sheds load: a request that gets no slot of the adaptive concurrency limit (after
  * waiting up to `maxWait`, default 0) answers 503 with Retry-After and problem+json. Bad options throw here.
- * Under heavy overload, mount it in front of the app, on node:http: a shed request then costs node:http's
- * parsing and the 503 only, not Koa's context and response (docs/shedding.md); `priority(ctx)` then gets Node's
- * IncomingMessage (`.headers`, `.url`, `.method` read the same on both; `ctx.get` or `ctx.path` do not exist
- * there). Mounted both ways, one request takes one slot.
+ * Under heavy overload, mount shedGuard() in front of the app instead (docs/shedding.md).
  * @example app.use(shed({ priority: (ctx) => (ctx.path.startsWith('/checkout') ? 'critical' : 'normal') }))
+ */
+export function shed(options: KoaShedOptions = {}): Middleware {
+  const gate = shedGate<Context>(options);
+  const { status, headers, contentType, body } = gate.response;
+  return async function sluiceShed(ctx: Context, next: Next) {
+    if (await gate.admit(ctx, ctx.res)) return next();
+    ctx.status = status;
+    ctx.set(headers);
+    ctx.type = contentType;
+    ctx.body = body;
+  };
+}
+
+/**
+ * shed() in front of Koa, on node:http's request and response: a shed request then costs node:http's parsing
+ * and the 503 only, not Koa's context and response (docs/shedding.md). `priority(req)` gets Node's
+ * IncomingMessage (`.headers`, `.url`, `.method`; no `ctx.get` or `ctx.path`); `next(error)` when it threw.
+ * Given the `shedder` of a shed() in the app too, one request takes one slot. Bad options throw here.
  * @example
- * const guard = shed({ priority: (ctx) => (ctx.url.startsWith('/checkout') ? 'critical' : 'normal') });
+ * const guard = shedGuard({ priority: (req) => (req.url?.startsWith('/checkout') ? 'critical' : 'normal') });
  * const handle = app.callback();
  * http.createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : handle(req, res)))).listen(3000);
  */
-export function shed(options: KoaShedOptions = {}): KoaShed {
-  const gate = shedGate<Context>(options);
-  const guard = shedGuard(gate);
-  async function inApp(ctx: Context, next: Next) {
-    if (await gate.admit(ctx, ctx.res)) return next();
-    ctx.status = gate.response.status;
-    ctx.set(gate.response.headers);
-    ctx.type = gate.response.contentType;
-    ctx.body = gate.response.body;
-  }
-  // Koa calls a middleware with (ctx, next); node:http's guard is called with (req, res, next).
-  return function sluiceShed(ctxOrReq: Context, nextOrRes: Next | ServerResponse, next?: () => void) {
-    if (typeof nextOrRes === 'function') return inApp(ctxOrReq, nextOrRes);
-    guard(ctxOrReq, nextOrRes, next as () => void);
-  } as unknown as KoaShed; // in front of the app, `priority` gets the IncomingMessage its type calls a Context
+export function shedGuard(
+  options: ShedOptions<IncomingMessage> = {},
+): (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void {
+  return guardOf(shedGate<IncomingMessage>(options));
 }

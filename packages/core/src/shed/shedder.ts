@@ -61,7 +61,7 @@ export type ShedderEvent =
 // class had no room for (issue 29: 20% critical at 4x, with a tenth of the core taken by others: 92% -> 97% served).
 const YIELD_MS = WINDOW_MS;
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
-/** What the adapter kit may see of a shedder: who to tell when slots come back, when a class could take one, and how long it may wait. */
+/** What its waiting room (waiting-room.ts) sees of a shedder: who to tell when slots come back, when a class could take one, and how long it may wait. */
 interface Internals {
   freed: Set<() => void>;
   /** ms until the class could take a slot, on one reading of the clock: 0 now, Infinity until one comes back, else until its yield ends. */
@@ -230,7 +230,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
             adaptScheduled = true;
             setImmediate(endOfTurn);
           }
-          for (const listener of freed) listener(); // to a request waiting for a slot (the adapters'), before a later one
+          for (const listener of freed) listener(); // to a request waiting for a slot (in its waiting room), before a later one
         },
       };
     },
@@ -252,7 +252,7 @@ export function createShedder(options: ShedderOptions = {}): Shedder {
   return shedder;
 }
 
-/** For the adapter kit: a shedder's listeners for given-back slots, and whether a class would get a slot now. */
+/** For its waiting room: a shedder's listeners for given-back slots, and whether a class would get a slot now. */
 export function shedderInternals(shedder: Shedder): Internals {
   const found = internals.get(shedder);
   if (found === undefined) badOption('shedder', 'a Shedder from createShedder()', shedder);
