@@ -1,5 +1,6 @@
 // The shedder's rule (shedder.ts): Netflix concurrency-limits' Gradient2 on a latency floor, with the event
 // loop's delay as a second signal. Latency samples and demand in, the concurrency limit out, once a window.
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 
 // The rule: Netflix concurrency-limits' Gradient2 (Gradient2Limit), with its defaults, on a latency floor.
 export const WINDOW_MS = 100; // one adaptation per 100 ms of traffic: fast enough to follow a flood in Node
@@ -63,4 +64,18 @@ export class AdaptiveLimit {
     this.shed = false;
     return true;
   }
+}
+
+/** The event loop's delay in ms since the last read: the histogram's max (a stall shows whole, a mean would hide it). */
+export function loopDelayReader(): { read: () => number; close: () => void } {
+  const h: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  return {
+    read() {
+      const ms = h.count > 0 ? h.max / 1e6 : 0;
+      h.reset();
+      return ms;
+    },
+    close: () => h.disable(),
+  };
 }

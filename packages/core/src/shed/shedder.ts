@@ -1,11 +1,11 @@
 // createShedder: an adaptive concurrency limit per process, with priorities, that sheds load before the
 // service collapses (shared/DESIGN.md, "Protecting the service itself"). No store, no framework.
-import { type IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { type Duration, parseDuration, parseMaxWait } from '../duration.js';
 import { badOption, SluiceError } from '../errors.js';
 import { eventChannel } from '../events.js';
 import { checkNames, isFunction, isPositiveInteger, resolve, spec } from '../options.js';
-import { AdaptiveLimit, WINDOW_MS } from './adaptive-limit.js';
+import { AdaptiveLimit, loopDelayReader, WINDOW_MS } from './adaptive-limit.js';
 
 /** Who may use which part of the limit: critical all of it, normal all but the critical reserve, sheddable the rest. */
 export type Priority = 'critical' | 'normal' | 'sheddable';
@@ -120,20 +120,6 @@ function resolveShedder(options: ShedderOptions) {
   const reserve = resolve(RESERVE, o.reserve);
   if (reserve.critical + reserve.normal > 1) badOption('reserve', 'fractions that sum to at most 1', reserve.critical + reserve.normal);
   return { ...o, limit, reserve };
-}
-
-/** The event loop's delay in ms since the last read: the histogram's max (a stall shows whole, a mean would hide it). */
-function loopDelayReader(): { read: () => number; close: () => void } {
-  const h: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
-  h.enable();
-  return {
-    read() {
-      const ms = h.count > 0 ? h.max / 1e6 : 0;
-      h.reset();
-      return ms;
-    },
-    close: () => h.disable(),
-  };
 }
 
 /**

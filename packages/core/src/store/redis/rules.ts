@@ -1,28 +1,19 @@
-// The rules part of the Redis store (store/contract.ts RuleStore): lua/rules.lua, run by SHA (EVAL on NOSCRIPT)
-// through the one way the store runs scripts on every client it takes (clients.ts ScriptClient:
-// ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (store/keys.ts
+// The rules part of the Redis store (store/contract.ts RuleStore): lua/rules.lua, run the one way the store runs
+// scripts (scripts.ts) on every client it takes (script-client.ts: ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (store/keys.ts
 // rulesKeys), so on a Cluster each call goes to one slot. None of this is on a decision's path: a process
 // reads the changes every `refresh` (none, mostly), and writes when an operator (or a ban) changes a rule.
-import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import { RULES_SCRIPT } from '../../lua.generated.js';
 import type { RuleStore } from '../contract.js';
 import { rulesKeys } from '../keys.js';
 import type { ScriptClient } from './script-client.js';
-import { attempt } from './scripts.js';
-
-const SHA = createHash('sha1').update(RULES_SCRIPT).digest('hex');
+import { RULES, runScript } from './scripts.js';
 
 /** A reply element as text: ioredis' Buffer variants answer Buffers, node-redis strings, integers as numbers. */
 const text = (x: unknown): string => (typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x));
 
 /** The Redis store's rules: one script call per read or write. */
 export function redisRules(client: ScriptClient): RuleStore {
-  const send = (keys: string[], args: string[]): Promise<unknown> =>
-    attempt(() => client.evalsha(SHA, keys, args)).catch((error: unknown) => {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return client.eval(RULES_SCRIPT, keys, args);
-    });
+  const send = (keys: string[], args: string[]): Promise<unknown> => runScript(client, RULES, keys, args);
   const run = (keys: string[], args: string[]): Promise<unknown> => {
     // A connection that is down fails the call now rather than in the client's offline queue: a refresh
     // retries on its next tick, and a write must tell its operator it did not land. One being made (the

@@ -1,36 +1,60 @@
-// The decide script as the Redis store runs it: loaded by SHA once, reloaded only on NOSCRIPT, its errors
-// naming the lua/ file and line they come from.
+// The scripts as the Redis store runs them (lua/, generated into lua.generated.ts): each loaded by SHA once
+// and sent again only on NOSCRIPT; the decide script's errors name the lua/ file and line they come from.
 import { createHash } from 'node:crypto';
 import { describe } from '../../errors.js';
-import { DECIDE_SCRIPT, LUA_LINES } from '../../lua.generated.js';
+import { DECIDE_SCRIPT, LUA_LINES, RULES_SCRIPT } from '../../lua.generated.js';
 import type { ScriptClient } from './script-client.js';
 
-export const SHA = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+/** A script's text, and its SHA, which EVALSHA runs it by. */
+interface Script {
+  readonly text: string;
+  readonly sha: string;
+}
+
+const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
+const DECIDE = script(DECIDE_SCRIPT);
+/** The rules' script (store/redis/rules.ts). */
+export const RULES = script(RULES_SCRIPT);
 
 /** Whether a command's first argument is the decide script's (its SHA or its text). */
-export const isDecideScript = (first: unknown): boolean => first === SHA || first === DECIDE_SCRIPT;
+export const isDecideScript = (first: unknown): boolean => first === DECIDE.sha || first === DECIDE.text;
 
 /**
- * Runs the script by its SHA. NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: EVAL
- * reloads the script, under the call number `renumber` gives. A client that throws or answers no promise fails the call like a rejection does;
- * a script error names its lua/ line (sourceLines).
+ * Runs `script` by its SHA. NOSCRIPT (restart, fail-over, SCRIPT FLUSH) is the one error retried: after
+ * `again()` (which may change `args`), EVAL sends the script itself. A client that throws or answers no
+ * promise fails the call like a rejection does.
+ */
+export function runScript(
+  client: ScriptClient,
+  { sha, text }: Script,
+  keys: string[],
+  args: string[],
+  again?: () => void,
+): Promise<unknown> {
+  return clientCall(() => client.evalsha(sha, keys, args)).catch((error: unknown) => {
+    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+    again?.();
+    return client.eval(text, keys, args);
+  });
+}
+
+/**
+ * Runs the decide script (runScript), its NOSCRIPT retry under the call number `renumber` gives; a script
+ * error names its lua/ line (sourceLines).
  */
 export function runDecide(client: ScriptClient, keys: string[], args: string[], renumber: () => string): Promise<unknown> {
-  return attempt(() => client.evalsha(SHA, keys, args))
-    .catch((error: unknown) => {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      // The script did not run. A later call of this store may have run meanwhile, and the guard refuses a
-      // call numbered below one it ran (lua/decide.lua): the retry goes under a number of its own (ARGV[1]).
-      args[0] = renumber();
-      return client.eval(DECIDE_SCRIPT, keys, args);
-    })
-    .catch((error: unknown) => {
-      throw sourceLines(error);
-    });
+  // The script did not run. A later call of this store may have run meanwhile, and the guard refuses a
+  // call numbered below one it ran (lua/decide.lua): the retry goes under a number of its own (ARGV[1]).
+  const renumbered = () => {
+    args[0] = renumber();
+  };
+  return runScript(client, DECIDE, keys, args, renumbered).catch((error: unknown) => {
+    throw sourceLines(error);
+  });
 }
 
 /** A client's call as a promise, whatever the client does: a throw or a value that is no promise rejects. */
-export function attempt(call: () => unknown): Promise<unknown> {
+export function clientCall(call: () => unknown): Promise<unknown> {
   try {
     const result = call() as Promise<unknown> | undefined;
     if (typeof result?.then === 'function') return result;

@@ -6,7 +6,7 @@ import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from '
 import { Dispatcher } from './dispatch.js';
 import { redisRules } from './rules.js';
 import type { ScriptClient } from './script-client.js';
-import { attempt, isDecideScript } from './scripts.js';
+import { clientCall, isDecideScript } from './scripts.js';
 
 export type { RedisClient } from './clients.js';
 export type { IoredisClient } from './ioredis.js';
@@ -73,7 +73,7 @@ export function redisStore(options: RedisStoreOptions): Store {
 async function resetKeys(client: ScriptClient, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
   if (!client.cluster) {
-    await attempt(() => client.del(keys));
+    await clientCall(() => client.del(keys));
     return;
   }
   // One DEL per slot: a Cluster refuses one whose keys span slots (CROSSSLOT), as shards' keys do.
@@ -82,5 +82,5 @@ async function resetKeys(client: ScriptClient, keys: readonly string[]): Promise
     const slot = calculateSlot(key);
     bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
   }
-  await Promise.all([...bySlot.values()].map((group) => attempt(() => client.del(group))));
+  await Promise.all([...bySlot.values()].map((group) => clientCall(() => client.del(group))));
 }
