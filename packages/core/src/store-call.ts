@@ -96,45 +96,15 @@ export function createStoreCall(
         ? { breaker: ownBreaker(failures, cooldown, member), release() {} }
         : sharedBreaker(store, failures, cooldown, member)
       : undefined;
-  const breaker: Breaker | undefined = held?.breaker;
+  const guard: Guard = { store, breaker: held?.breaker, clock: o.clock };
   const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
-  const { clock } = o;
-
-  /** One call: its deadline's node, and how its end reaches the breaker and the listener. One object per call. */
-  class Asked implements Call<StoreReply> {
-    prev: Call<never> | undefined = undefined;
-    next: Call<never> | undefined = undefined;
-    state: Call['state'] = 'waiting';
-    constructor(
-      readonly at: number,
-      readonly request: StoreRequest,
-      readonly now: number,
-      readonly listener: StoreListener,
-    ) {}
-
-    // The clock is read for a failure only (its latency, the breaker's count); an answer reads it only if
-    // it closes the breaker.
-    settled(e: unknown, reply?: StoreReply): void {
-      if (reply === undefined || !fits(reply, this.request)) {
-        const end = clock();
-        const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
-        // A store still making its connection has not failed: its late calls do not open the breaker.
-        if (store.connecting?.()) breaker?.unanswered();
-        else breaker?.failure(end, error);
-        this.listener.answered(error, undefined, end - this.now);
-      } else {
-        breaker?.success(clock);
-        this.listener.answered(undefined, reply, 0);
-      }
-    }
-  }
 
   return {
-    allow: (now) => breaker === undefined || breaker.allow(now),
+    allow: (now) => guard.breaker === undefined || guard.breaker.allow(now),
     decide(request, now, listener) {
       // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
       const startedAt = o.testClock ? performance.now() : now;
-      const answered = watch(new Asked(startedAt + o.timeout, request, now, listener));
+      const answered = watch(new Asked(guard, startedAt + o.timeout, request, now, listener));
       try {
         if (store.decideWith !== undefined) store.decideWith(request, answered, startedAt + o.timeout);
         else store.decide(request).then((reply) => answered(undefined, reply), answered);
@@ -144,6 +114,48 @@ export function createStoreCall(
     },
     close: () => held?.release(),
   };
+}
+
+/** What a store call's end reaches besides its listener: the store and its breaker, with the clock they read. */
+interface Guard {
+  store: Store;
+  breaker: Breaker | undefined;
+  clock: () => number;
+}
+
+/**
+ * One call: its deadline's node, and how its end reaches the breaker and the listener. One object per
+ * call; declared once for every store call, its guard a field (a class per store call would give each
+ * limiter's calls a shape of their own: see StoreAsk in decide-shard.ts).
+ */
+class Asked implements Call<StoreReply> {
+  prev: Call<never> | undefined = undefined;
+  next: Call<never> | undefined = undefined;
+  state: Call['state'] = 'waiting';
+  constructor(
+    readonly guard: Guard,
+    readonly at: number,
+    readonly request: StoreRequest,
+    readonly now: number,
+    readonly listener: StoreListener,
+  ) {}
+
+  // The clock is read for a failure only (its latency, the breaker's count); an answer reads it only if
+  // it closes the breaker.
+  settled(e: unknown, reply?: StoreReply): void {
+    const { store, breaker, clock } = this.guard;
+    if (reply === undefined || !fits(reply, this.request)) {
+      const end = clock();
+      const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
+      // A store still making its connection has not failed: its late calls do not open the breaker.
+      if (store.connecting?.()) breaker?.unanswered();
+      else breaker?.failure(end, error);
+      this.listener.answered(error, undefined, end - this.now);
+    } else {
+      breaker?.success(clock);
+      this.listener.answered(undefined, reply, 0);
+    }
+  }
 }
 
 /** Whether a store's reply has the shape a Decision is made from: one state per policy. */
