@@ -1,7 +1,7 @@
 // The store call: a deadline on every call, and the circuit breaker in front of the store.
 import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
-import { type Call, createDeadlines } from './deadlines.js';
+import { type Call, Deadlines } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
 import type { Store, StoreReply, StoreRequest } from './store.js';
 
@@ -78,17 +78,7 @@ export function createStoreCall(
   o: Pick<ResolvedLimiterOptions, 'timeout' | 'breaker' | 'clock' | 'testClock'>,
   member: BreakerMember,
 ): StoreCall {
-  if (store.local) {
-    return {
-      allow: () => true,
-      decide: (request, _now, listener) =>
-        void store.decide(request).then(
-          (reply) => listener.answered(undefined, reply, 0),
-          (e: unknown) => listener.answered(asError(e), undefined, 0),
-        ),
-      close() {},
-    };
-  }
+  if (store.local) return new LocalCall(store);
   const { failures, cooldown } = o.breaker;
   const held =
     failures > 0
@@ -96,44 +86,79 @@ export function createStoreCall(
         ? { breaker: ownBreaker(failures, cooldown, member), release() {} }
         : sharedBreaker(store, failures, cooldown, member)
       : undefined;
-  const guard: Guard = { store, breaker: held?.breaker, clock: o.clock };
-  const watch = createDeadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
-
-  return {
-    allow: (now) => guard.breaker === undefined || guard.breaker.allow(now),
-    decide(request, now, listener) {
-      // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
-      const startedAt = o.testClock ? performance.now() : now;
-      const answered = watch(new Asked(guard, startedAt + o.timeout, request, now, listener));
-      try {
-        if (store.decideWith !== undefined) store.decideWith(request, answered, startedAt + o.timeout);
-        else store.decide(request).then((reply) => answered(undefined, reply), answered);
-      } catch (error) {
-        answered(error);
-      }
-    },
-    close: () => held?.release(),
-  };
+  return new GuardedCall(store, held, o);
 }
 
-/** What a store call's end reaches besides its listener: the store and its breaker, with the clock they read. */
-interface Guard {
-  store: Store;
-  breaker: Breaker | undefined;
-  clock: () => number;
+// Classes, declared once, rather than closures made per limiter: their methods are on every decision's
+// path, and code that each limiter reaches through closures of its own runs slower once there are
+// several (bench/limiters.mjs).
+
+/** An in-process store, called as it is. */
+class LocalCall implements StoreCall {
+  constructor(private readonly store: Store) {}
+  allow(): boolean {
+    return true;
+  }
+  decide(request: StoreRequest, _now: number, listener: StoreListener): void {
+    this.store.decide(request).then(
+      (reply) => listener.answered(undefined, reply, 0),
+      (e: unknown) => listener.answered(asError(e), undefined, 0),
+    );
+  }
+  close(): void {}
 }
 
-/**
- * One call: its deadline's node, and how its end reaches the breaker and the listener. One object per
- * call; declared once for every store call, its guard a field (a class per store call would give each
- * limiter's calls a shape of their own: see StoreAsk in decide-shard.ts).
- */
+/** A store elsewhere: each call under its deadline, the breaker in front. */
+class GuardedCall implements StoreCall {
+  readonly breaker: Breaker | undefined;
+  readonly clock: () => number;
+  private readonly release: (() => void) | undefined;
+  private readonly timeout: number;
+  private readonly testClock: boolean;
+  private readonly deadlines: Deadlines;
+
+  constructor(
+    readonly store: Store,
+    held: { breaker: Breaker; release: () => void } | undefined,
+    o: Pick<ResolvedLimiterOptions, 'timeout' | 'clock' | 'testClock'>,
+  ) {
+    this.breaker = held?.breaker;
+    this.release = held?.release;
+    this.clock = o.clock;
+    this.timeout = o.timeout;
+    this.testClock = o.testClock;
+    this.deadlines = new Deadlines(o.timeout, () => new StoreTimeoutError(o.timeout));
+  }
+
+  allow(now: number): boolean {
+    return this.breaker === undefined || this.breaker.allow(now);
+  }
+
+  decide(request: StoreRequest, now: number, listener: StoreListener): void {
+    const { store } = this;
+    // `now` is performance.now() unless a test clock gives it: then the deadline reads its own.
+    const deadline = (this.testClock ? performance.now() : now) + this.timeout;
+    const answered = this.deadlines.watch(new Asked(this, deadline, request, now, listener));
+    try {
+      if (store.decideWith !== undefined) store.decideWith(request, answered, deadline);
+      else store.decide(request).then((reply) => answered(undefined, reply), answered);
+    } catch (error) {
+      answered(error);
+    }
+  }
+
+  close(): void {
+    this.release?.();
+  }
+}
+
+/** One call: its deadline's node, and how its end reaches the breaker and the listener. One object per call. */
 class Asked implements Call<StoreReply> {
   prev: Call<never> | undefined = undefined;
   next: Call<never> | undefined = undefined;
   state: Call['state'] = 'waiting';
   constructor(
-    readonly guard: Guard,
+    readonly call: GuardedCall,
     readonly at: number,
     readonly request: StoreRequest,
     readonly now: number,
@@ -143,7 +168,7 @@ class Asked implements Call<StoreReply> {
   // The clock is read for a failure only (its latency, the breaker's count); an answer reads it only if
   // it closes the breaker.
   settled(e: unknown, reply?: StoreReply): void {
-    const { store, breaker, clock } = this.guard;
+    const { store, breaker, clock } = this.call;
     if (reply === undefined || !fits(reply, this.request)) {
       const end = clock();
       const error = reply === undefined ? asError(e) : new Error('the store answered a reply of the wrong shape');
