@@ -65,6 +65,7 @@ if (childMode !== undefined && !childDir.startsWith('--')) {
   const builds = String(arg('builds', '.'))
     .split(',')
     .map((b) => resolve(b));
+  const commitOf = (dir) => execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const rounds = Number(arg('rounds', 5));
   const seconds = Number(arg('seconds', 2));
   const redis = await startRedis();
@@ -91,9 +92,11 @@ if (childMode !== undefined && !childDir.startsWith('--')) {
   for (const b of builds) {
     const [one, turn, mixed] = RUNS.map((run) => cpu.get(`${b} ${run.name}`));
     const over = (xs) => xs.map((us, r) => us / one[r]);
-    console.log(`| ${b} | ${cell(one)} | ${cell(turn)} | ${cell(mixed)} | ${cell(over(turn))}x | ${cell(over(mixed))}x |`);
+    const commit = commitOf(b);
+    console.log(`| ${b} (${commit}) | ${cell(one)} | ${cell(turn)} | ${cell(mixed)} | ${cell(over(turn))}x | ${cell(over(mixed))}x |`);
     figures.push({
       build: b,
+      commit,
       cpuUsPerDecision: { one: withRounds(one), tenInTurn: withRounds(turn), tenMixed: withRounds(mixed) },
       overOne: { tenInTurn: withRounds(over(turn)), tenMixed: withRounds(over(mixed)) },
     });
