@@ -15,7 +15,7 @@ export class StoreTimeoutError extends Error {
 /**
  * Who hears how a store call ends: with the reply (latencyMs 0), or with the error (a failure or the
  * deadline) and how long it took. An object with a method rather than a callback, so that the caller's
- * one object per call can be its own listener (limiter.ts's StoreAsk).
+ * one object per call can be its own listener (decide-shard.ts's StoreAsk).
  */
 export interface StoreListener {
   answered(error: Error | undefined, reply: StoreReply | undefined, latencyMs: number): void;
@@ -35,7 +35,7 @@ export type ReportError = (key: string | undefined, error: Error | undefined, la
 
 /**
  * How an operation asks the store (adjust, release; consume and peek take the same steps written out in
- * limiter.ts's decideShard, a measured fast path): under the deadline and the breaker, `answer` reads the
+ * decide-shard.ts, a measured fast path): under the deadline and the breaker, `answer` reads the
  * reply; when the store cannot answer (the breaker open, an error, the deadline), the error is reported and
  * `without` answers (the fail mode). Not async: one promise per call.
  */
