@@ -19,9 +19,31 @@ export function parseDuration(input: unknown, option = 'duration'): number {
     if (m) ms = (m[1] === undefined ? 1 : Number(m[1])) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
   }
   if (ms === undefined || !Number.isFinite(ms) || ms <= 0) {
-    badOption(option, "a positive number of ms or a string like '500ms', '1s', '15m', '1h', '1d'", input);
+    const meant = typeof input === 'string' ? spelledOut(input) : undefined;
+    badOption(
+      option,
+      "a positive number of ms or a string like '500ms', '1s', '15m', '1h', '1d'",
+      input,
+      meant && `did you mean '${meant}'?`,
+    );
   }
   return ms;
+}
+
+/** Units written as words ('min', 'secs', 'hours'), each with the unit a duration spells it as. */
+const WORD_UNITS: Array<[RegExp, keyof typeof UNIT_MS]> = [
+  [/^(msecs?|millis(econds?)?)$/, 'ms'],
+  [/^(secs?|seconds?)$/, 's'],
+  [/^(mins?|minutes?)$/, 'm'],
+  [/^(hrs?|hours?)$/, 'h'],
+  [/^days?$/, 'd'],
+];
+
+/** '10min' spelt as a duration ('10m'), when its unit is a word for one; else undefined. */
+function spelledOut(input: string): string | undefined {
+  const m = /^(\d+(?:\.\d+)?)?\s*([a-z]+)$/i.exec(input.trim());
+  const unit = m && WORD_UNITS.find(([word]) => word.test((m[2] as string).toLowerCase()))?.[1];
+  return unit ? `${m[1] ?? ''}${unit}` : undefined;
 }
 
 /** Formats ms the way policy names show them: whole seconds as '60s', anything else as '500ms'. */
