@@ -3,7 +3,7 @@
 // Run through `pnpm pack:all`, which builds first; the packages are packed as built (no `prepack`).
 // test/packages.test.ts packs with it, and installs the Express line into a new app.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,6 +19,12 @@ const USES = [
   ['the sluice command', 'cli', []],
 ];
 
+for (const pkg of PACKAGES) {
+  if (!existsSync(join(root, 'packages', pkg, 'dist', 'esm', 'index.js'))) {
+    console.error(`packages/${pkg} is not built: run pnpm pack:all (it builds first), or pnpm build`);
+    process.exit(1);
+  }
+}
 const { values } = parseArgs({ options: { into: { type: 'string', default: join(root, 'dist-packages') } } });
 const into = resolve(values.into);
 mkdirSync(into, { recursive: true });
@@ -38,7 +44,7 @@ const tarballs = new Map(await Promise.all(PACKAGES.map(pack)));
 
 /** A path as a shell word: quoted when it holds anything but the usual path characters. */
 const word = (text) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`);
-const lines = [`Packed ${tarballs.size} packages into ${into}. In your app, for`];
+const lines = [`Packed ${tarballs.size} packages into ${into}. In your app, run the line for what you use:`];
 for (const [use, pkg, peers] of USES) {
   lines.push(`# ${use}`, ['npm install', word(tarballs.get('core')), word(tarballs.get(pkg)), ...peers].join(' '));
 }

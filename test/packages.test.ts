@@ -89,12 +89,8 @@ const tarballs = new Map<string, string>();
 const installs = new Map<string, Promise<Result>>();
 const checks = new Map<string, Promise<Result>>();
 
-/** Packs every package into `into` as `pnpm pack:all` does, on the build there is; resolves to what it printed. */
+/** Packs every package into `into` as `pnpm pack:all` does, on the build there is (pnpm test builds first); resolves to what it printed. */
 async function packAll(into: string): Promise<string> {
-  for (const pkg of PACKAGES) {
-    if (!existsSync(join(root, 'packages', pkg, 'dist', 'esm', 'index.js')))
-      throw new Error(`packages/${pkg} is not built: run pnpm build first`);
-  }
   const out = ok(await run(process.execPath, [join(root, 'scripts', 'pack-packages.mjs'), '--into', into], root, npmEnv), 'pack-packages');
   for (const file of readdirSync(into)) {
     const pkg = /^sluice-(.+)-\d+\.\d+\.\d+.*\.tgz$/.exec(file)?.[1];
