@@ -18,6 +18,7 @@ import {
   spec,
 } from './options.js';
 import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import { looksLikeClient } from './redis-clients.js';
 import { type Rules, rulesInside } from './rules.js';
 import type { Store } from './store.js';
 
@@ -114,6 +115,8 @@ const DENY_CACHE_KEYS = 10_000;
 const BREAKER = { failures: 5, cooldown: 500 };
 
 function isStore(v: unknown, n: string): Store {
+  if (looksLikeClient(v))
+    throw new SluiceError('ERR_SLUICE_OPTION', `${n} must be a Store, got a Redis client: wrap it, redisStore({ client })`);
   if (v === null || typeof v !== 'object' || typeof (v as Store).decide !== 'function') {
     badOption(n, 'a Store, such as memoryStore() or redisStore({ client })', v);
   }
