@@ -1,0 +1,76 @@
+// What the requested and the actual cost share: the operation to cost, the field a name selects (the
+// introspection fields too: no bypass), and the weight of an object.
+import {
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  getOperationAST,
+  getVariableValues,
+  Kind,
+  type OperationDefinitionNode,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  TypeNameMetaFieldDef,
+} from 'graphql';
+import type { Walk } from './collect.js';
+import { type FieldCost, typeCost } from './directives.js';
+import type { Weights } from './options.js';
+
+/** One operation's costing: its schema, fragments and coerced variables, and the weights. */
+export interface Costing extends Walk {
+  weights: Weights;
+}
+
+/** What a server is about to run. */
+export interface OperationRequest {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  operationName?: string | null | undefined;
+  variables?: Readonly<Record<string, unknown>> | null | undefined;
+}
+
+/**
+ * The operation a request runs and its costing, or undefined when it would not run as given (no such
+ * operation, variables that do not coerce): the server answers that with its own error, charged nothing.
+ */
+export function prepare(request: OperationRequest, weights: Weights): { operation: OperationDefinitionNode; costing: Costing } | undefined {
+  const operation = getOperationAST(request.document, request.operationName);
+  if (operation === null || operation === undefined) return undefined;
+  const coerced = getVariableValues(request.schema, operation.variableDefinitions ?? [], request.variables ?? {});
+  if (coerced.errors !== undefined) return undefined;
+  const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
+  for (const definition of request.document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  }
+  return { operation, costing: { schema: request.schema, fragments, variables: coerced.coerced, weights } };
+}
+
+/** The root type of an operation: it costs nothing, only its fields do. */
+export function rootOf(schema: GraphQLSchema, operation: OperationDefinitionNode): GraphQLObjectType | undefined {
+  const root =
+    operation.operation === 'query'
+      ? schema.getQueryType()
+      : operation.operation === 'mutation'
+        ? schema.getMutationType()
+        : schema.getSubscriptionType();
+  return root ?? undefined;
+}
+
+/** The field `name` selects on `parent`: its own, or an introspection field (`__schema` and `__type` on the query type, `__typename` anywhere). */
+export function fieldOf(schema: GraphQLSchema, parent: GraphQLObjectType, name: string): GraphQLField<unknown, unknown> | undefined {
+  if (name.startsWith('__')) {
+    if (name === '__typename') return TypeNameMetaFieldDef;
+    if (parent !== schema.getQueryType()) return undefined;
+    if (name === '__schema') return SchemaMetaFieldDef;
+    if (name === '__type') return TypeMetaFieldDef;
+  }
+  return parent.getFields()[name];
+}
+
+/** What one object of `type` costs, reached through a field of type `declared`: the field's @cost, else the type's, else the declared interface's or union's, else `object`. */
+export function weightOf(costing: Costing, spec: FieldCost, type: GraphQLObjectType, declared: GraphQLNamedType): number {
+  return spec.weight ?? typeCost(type) ?? (declared === type ? undefined : typeCost(declared)) ?? costing.weights.object;
+}
