@@ -42,7 +42,9 @@ export interface ApolloPlugin<Context> {
 function refused(refusal: Refusal): GraphQLError {
   const after = retryAfter(refusal);
   const headers = new Map<string, string>(after === undefined ? [] : [['retry-after', after]]);
-  return new GraphQLError(refusal.message, { extensions: { ...errorExtensions(refusal), http: { status: refusal.status, headers } } });
+  // Apollo's `http.headers` is a Map (a server that types it otherwise, such as Yoga, does not read it here).
+  const extensions: Record<string, unknown> = { ...errorExtensions(refusal), http: { status: refusal.status, headers } };
+  return new GraphQLError(refusal.message, { extensions });
 }
 
 export function apolloPlugin<Context>(admit: Admit<Context>): ApolloPlugin<Context> {

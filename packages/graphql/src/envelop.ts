@@ -39,10 +39,9 @@ const isStream = (result: Result): result is AsyncIterable<ExecutionResult> =>
 /** A refusal as Yoga answers it: a throttle with 429 and Retry-After, the rest as its own validation errors. */
 function refused(refusal: Refusal): ExecutionResult {
   const after = retryAfter(refusal);
-  const http =
-    refusal.status === 400
-      ? { spec: true, status: 400 }
-      : { status: refusal.status, headers: after === undefined ? {} : { 'Retry-After': after } };
+  const headers: Record<string, string> = after === undefined ? {} : { 'Retry-After': after };
+  // Yoga's validation errors are `spec` errors: 400 to application/graphql-response+json, 200 to application/json.
+  const http = refusal.status === 400 ? { spec: true, status: 400 } : { status: refusal.status, headers };
   const error = new GraphQLError(refusal.message, { extensions: { ...errorExtensions(refusal), http } });
   return refusal.cost === undefined ? { errors: [error] } : { errors: [error], extensions: { cost: refusal.cost } };
 }

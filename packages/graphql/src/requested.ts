@@ -20,7 +20,7 @@ import { type FieldCost, fieldCost, typeCost } from './directives.js';
 import { COST_MAX } from './options.js';
 import { type Costing, fieldOf, rootOf, weightOf } from './walk.js';
 
-/** Deepest nesting of selections sluice costs: a deeper operation is refused. */
+/** Deepest field sluice costs (a field of the root type is at depth 1): a deeper operation is refused. */
 export const MAX_DEPTH = 64;
 /** Most fields one costing visits (fragments expanded, each possible type of an abstract type apart): a wider operation is refused. */
 export const MAX_FIELDS = 10_000;
@@ -49,7 +49,7 @@ export function requestedCost(costing: Costing, operation: OperationDefinitionNo
 }
 
 function selectionCost(state: State, parent: GraphQLObjectType, fields: Fields, depth: number, sized: Sized | undefined): number {
-  if (depth > MAX_DEPTH) throw new CostError(`the operation nests more than ${MAX_DEPTH} levels: too deep to cost`);
+  if (depth > MAX_DEPTH) throw new CostError(`the operation nests fields more than ${MAX_DEPTH} levels deep: too deep to cost`);
   let total = 0;
   for (const nodes of fields.values()) {
     if (++state.visits > MAX_FIELDS) throw new CostError(`the operation selects more than ${MAX_FIELDS} fields: too wide to cost`);
