@@ -8,6 +8,8 @@ import { type Context, post, type RunningServer, ran, SERVERS, startGraphql } fr
 const BUDGET = 1000;
 const limiter = createLimiter({ policy: `${BUDGET}/1d` }); // refills 0.0116 points a second: nothing a test sees
 const limit = costLimit<Context>({ limiter, key: (ctx) => ctx.user, maxCost: 2000 });
+/** Points a second: 1000 a day. */
+const RESTORE_RATE = expect.closeTo(BUDGET / 86_400, 6);
 let users = 0;
 const fresh = () => `user-${++users}`;
 const spent = async (user: string) => BUDGET - (await limiter.peek(user)).remaining;
@@ -114,7 +116,7 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     expect(body.extensions?.cost).toEqual({
       requestedQueryCost: requested,
       actualQueryCost: actual,
-      throttleStatus: { maximumAvailable: BUDGET, currentlyAvailable: BUDGET - charged, restoreRate: 0.012 },
+      throttleStatus: { maximumAvailable: BUDGET, currentlyAvailable: BUDGET - charged, restoreRate: RESTORE_RATE },
     });
     expect(await spent(user)).toBe(charged);
   });
@@ -143,7 +145,7 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     expect(body.extensions?.cost).toEqual({
       requestedQueryCost: 600,
       actualQueryCost: null,
-      throttleStatus: { maximumAvailable: BUDGET, currentlyAvailable: 400, restoreRate: 0.012 },
+      throttleStatus: { maximumAvailable: BUDGET, currentlyAvailable: 400, restoreRate: RESTORE_RATE },
     });
     expect(await spent(user)).toBe(600);
   });
@@ -204,5 +206,37 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     const { body } = await post(server.url, user, deep(MAX_DEPTH));
     // viewer 1 + 62 nested lists of followers, each of 1 x 1
     expect(body.extensions?.cost).toMatchObject({ requestedQueryCost: MAX_DEPTH - 1, actualQueryCost: MAX_DEPTH - 1 });
+  });
+});
+
+describe('a subscription on GraphQL Yoga', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startGraphql('yoga', limit);
+  });
+  afterAll(() => server.close());
+
+  const subscribe = async (user: string) => {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-user': user },
+      body: JSON.stringify({ query: 'subscription { userAdded { followers(limit: 500) { id } } }' }),
+    });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), events: await res.text() };
+  };
+
+  it('is charged its requested cost when it starts, and refused when the budget cannot pay it', async () => {
+    const user = fresh();
+    // userAdded 1 + followers 500 x 1 = 501, charged at the start, with no refund
+    const started = await subscribe(user);
+    expect(started.status).toBe(200);
+    expect(started.events).toContain('"userAdded"');
+    expect(await spent(user)).toBe(501);
+    const refused = await subscribe(user);
+    expect(refused.status).toBe(429);
+    expect(refused.retryAfter).toMatch(/^\d+$/);
+    expect(refused.events).toContain('"code":"THROTTLED"');
+    expect(refused.events).not.toContain('"userAdded"');
+    expect(await spent(user)).toBe(501);
   });
 });

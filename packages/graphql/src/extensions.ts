@@ -38,7 +38,7 @@ export interface Refusal {
 export function throttleStatus(decision: Decision): ThrottleStatus {
   const binding = decision.policies.find((p) => p.name === decision.policy);
   const restoreRate = binding === undefined || binding.windowMs <= 0 ? 0 : (binding.limit * 1000) / binding.windowMs;
-  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: Math.round(restoreRate * 1000) / 1000 };
+  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: Number(restoreRate.toPrecision(6)) };
 }
 
 /** A denial: THROTTLED (429), or FORBIDDEN (403) when a deny rule or a ban refused it. */
