@@ -1,4 +1,4 @@
-// The Apollo Server 4 and 5 plugin: costs and charges in didResolveOperation (after parsing and
+// The Apollo Server 5 plugin: costs and charges in didResolveOperation (after parsing and
 // validation), settles in willSendResponse. A refusal is an error thrown from didResolveOperation: Apollo
 // answers it with no data, with the status and headers of its `extensions.http`. Apollo's types are
 // spelt here, structurally, so that the package imports nothing of @apollo/server.

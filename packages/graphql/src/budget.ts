@@ -2,11 +2,10 @@
 // one consume (or refuse it, charged nothing); after, cost the result and refund the difference.
 import { type Decision, SluiceError } from '@sluice/core';
 import { actualCost } from './actual.js';
-import { CostError } from './cost-error.js';
+import { planCache } from './cache.js';
 import { denied, invalid, type QueryCost, type Refusal, throttleStatus, tooCostly } from './extensions.js';
 import type { Settings } from './options.js';
-import { requestedCost } from './requested.js';
-import { type OperationRequest, prepare } from './walk.js';
+import type { OperationRequest } from './walk.js';
 
 /** An operation allowed to run, and what settling it needs. */
 export interface Admitted {
@@ -36,17 +35,14 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
     }
   }
 
+  const costed = planCache(weights);
+
   return async function admit(context, request) {
-    const prepared = prepare(request, weights);
-    if (prepared === undefined) return undefined;
-    const { operation, costing } = prepared;
-    let requested: number;
-    try {
-      requested = requestedCost(costing, operation);
-    } catch (error) {
-      if (error instanceof CostError) return { run: false, refusal: invalid(error.message) };
-      throw error;
-    }
+    const outcome = costed(request);
+    if (outcome === undefined) return undefined;
+    if ('error' in outcome) return { run: false, refusal: invalid(outcome.error) };
+    const { plan } = outcome;
+    const requested = plan.cost;
     const key = await keyOf(context);
     if (maxCost !== undefined && requested > maxCost) {
       return { run: false, refusal: tooCostly(requested, maxCost, await limiter.peek(key)) };
@@ -68,7 +64,7 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
       try {
         // Errors can cut a result short after the work was done (a null that bubbles up): it keeps its charge.
         const whole = result === undefined || (result.errors !== undefined && result.errors !== null && result.errors.length > 0);
-        const actual = whole ? requested : actualCost(costing, operation, result.data);
+        const actual = whole ? requested : actualCost(plan, result.data);
         // Only a refund: the requested cost is the price agreed before the operation ran.
         let after = decision;
         if (charged && actual < requested && decision.adjust !== undefined) after = await decision.adjust(actual - requested);

@@ -9,7 +9,7 @@ import { type CostLimitOptions, resolveOptions } from './options.js';
 export interface CostLimit<Context> {
   /** For GraphQL Yoga and every envelop server: `createYoga({ schema, plugins: [limit.envelop()] })`. */
   envelop(): EnvelopPlugin<Context>;
-  /** For Apollo Server 4 and 5: `new ApolloServer({ schema, plugins: [limit.apollo()] })`. */
+  /** For Apollo Server 5: `new ApolloServer({ schema, plugins: [limit.apollo()] })`. */
   apollo(): ApolloPlugin<Context>;
   /** For Mercurius, a Fastify plugin registered after it: `await app.register(limit.mercurius())`. */
   mercurius(): MercuriusPlugin;

@@ -3,7 +3,7 @@ import { buildSchema, type GraphQLSchema, parse } from 'graphql';
 import { actualCost } from './actual.js';
 import { costDirectives } from './directives.js';
 import type { Weights } from './options.js';
-import { requestedCost } from './requested.js';
+import { planOperation } from './plan.js';
 import { prepare } from './walk.js';
 
 const DEFAULTS: Weights = { object: 1, scalar: 0, defaultListSize: 10 };
@@ -32,8 +32,8 @@ function costs(query: string, variables?: Record<string, unknown>, weights = DEF
   const prepared = prepare({ schema: on, document: parse(query), variables }, weights);
   if (prepared === undefined) throw new Error('not an operation');
   return {
-    requested: () => requestedCost(prepared.costing, prepared.operation),
-    actual: (data: unknown) => actualCost(prepared.costing, prepared.operation, data),
+    requested: () => planOperation(prepared).cost,
+    actual: (data: unknown) => actualCost(planOperation(prepared), data),
   };
 }
 

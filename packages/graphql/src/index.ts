@@ -6,4 +6,4 @@ export type { EnvelopArgs, EnvelopPlugin } from './envelop.js';
 export type { QueryCost, ThrottleStatus } from './extensions.js';
 export type { MercuriusPlugin } from './mercurius.js';
 export type { CostLimitOptions, CostWeights } from './options.js';
-export { MAX_DEPTH, MAX_FIELDS } from './requested.js';
+export { MAX_DEPTH, MAX_FIELDS } from './plan.js';

@@ -32,20 +32,39 @@ export interface OperationRequest {
   variables?: Readonly<Record<string, unknown>> | null | undefined;
 }
 
+/** An operation that would run as given: its root type, and its costing. */
+export interface Prepared {
+  operation: OperationDefinitionNode;
+  root: GraphQLObjectType;
+  costing: Costing;
+}
+
+const fragmentsOf = new WeakMap<DocumentNode, Record<string, FragmentDefinitionNode>>();
+
 /**
  * The operation a request runs and its costing, or undefined when it would not run as given (no such
  * operation, variables that do not coerce): the server answers that with its own error, charged nothing.
  */
-export function prepare(request: OperationRequest, weights: Weights): { operation: OperationDefinitionNode; costing: Costing } | undefined {
+export function prepare(request: OperationRequest, weights: Weights): Prepared | undefined {
   const operation = getOperationAST(request.document, request.operationName);
   if (operation === null || operation === undefined) return undefined;
-  const coerced = getVariableValues(request.schema, operation.variableDefinitions ?? [], request.variables ?? {});
-  if (coerced.errors !== undefined) return undefined;
-  const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
-  for (const definition of request.document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  const root = rootOf(request.schema, operation);
+  if (root === undefined) return undefined;
+  let variables: Record<string, unknown> = {};
+  if (operation.variableDefinitions !== undefined && operation.variableDefinitions.length > 0) {
+    const coerced = getVariableValues(request.schema, operation.variableDefinitions, request.variables ?? {});
+    if (coerced.errors !== undefined) return undefined;
+    variables = coerced.coerced;
   }
-  return { operation, costing: { schema: request.schema, fragments, variables: coerced.coerced, weights } };
+  let fragments = fragmentsOf.get(request.document);
+  if (fragments === undefined) {
+    fragments = Object.create(null) as Record<string, FragmentDefinitionNode>;
+    for (const definition of request.document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+    }
+    fragmentsOf.set(request.document, fragments);
+  }
+  return { operation, root, costing: { schema: request.schema, fragments, variables, weights } };
 }
 
 /** The root type of an operation: it costs nothing, only its fields do. */
