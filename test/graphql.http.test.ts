@@ -1,15 +1,21 @@
 // @sluice/graphql on three real servers (GraphQL Yoga on node:http, Apollo Server standalone, Mercurius on
 // Fastify): each query's requested and actual cost, worked out by hand below, is what every server reports
 // in extensions.cost; refunds, throttling, maxCost and the operations that cannot be costed, on each.
-import { createLimiter } from '@sluice/core';
+import { createLimiter, createRules, memoryStore } from '@sluice/core';
 import { costLimit, MAX_DEPTH } from '@sluice/graphql';
 import { type Context, post, type RunningServer, ran, SERVERS, startGraphql } from './support/graphql';
 
 const BUDGET = 1000;
-const limiter = createLimiter({ policy: `${BUDGET}/1d` }); // refills 0.0116 points a second: nothing a test sees
+const store = memoryStore();
+const rules = createRules({ store });
+const limiter = createLimiter({ policy: `${BUDGET}/1d`, store, rules }); // refills 0.0116 points a second: nothing a test sees
 const limit = costLimit<Context>({ limiter, key: (ctx) => ctx.user, maxCost: 2000 });
 /** Points a second: 1000 a day. */
 const RESTORE_RATE = expect.closeTo(BUDGET / 86_400, 6);
+afterAll(async () => {
+  await limiter.close();
+  await rules.close();
+});
 let users = 0;
 const fresh = () => `user-${++users}`;
 const spent = async (user: string) => BUDGET - (await limiter.peek(user)).remaining;
@@ -150,6 +156,20 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     expect(await spent(user)).toBe(600);
   });
 
+  it('a user refused by a deny rule gets FORBIDDEN, 403, and is charged nothing', async () => {
+    const user = fresh();
+    await rules.deny(user);
+    const before = ran.users;
+    const { status, body } = await post(server.url, user, '{ users(first: 3) { id } }');
+    expect(ran.users).toBe(before);
+    expect(status).toBe(403);
+    expect(body).not.toHaveProperty('data');
+    expect(body.errors).toEqual([{ message: 'Forbidden', extensions: { code: 'FORBIDDEN', retryAfterMs: 0 } }]);
+    expect(body.extensions?.cost).toMatchObject({ requestedQueryCost: 3, actualQueryCost: null });
+    await rules.remove('deny', user);
+    expect(await spent(user)).toBe(0);
+  });
+
   it('an operation above maxCost is refused before it runs, charged nothing', async () => {
     const user = fresh();
     const before = ran.users;
@@ -159,6 +179,7 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     expect(body.errors).toEqual([
       { message: 'Query cost is 3000, which exceeds the maximum cost of 2000', extensions: { code: 'MAX_COST_EXCEEDED' } },
     ]);
+    expect(body).not.toHaveProperty('data');
     expect(body.extensions?.cost).toMatchObject({ requestedQueryCost: 3000, actualQueryCost: null });
     expect(await spent(user)).toBe(0);
   });
