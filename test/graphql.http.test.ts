@@ -3,7 +3,7 @@
 // in extensions.cost; refunds, throttling, maxCost and the operations that cannot be costed, on each.
 import { createLimiter, createRules, memoryStore } from '@sluice/core';
 import { costLimit, MAX_DEPTH } from '@sluice/graphql';
-import { type Context, post, type RunningServer, ran, SERVERS, startGraphql } from './support/graphql';
+import { type Context, deep, post, type RunningServer, ran, SERVERS, startGraphql, wide } from './support/graphql';
 
 const BUDGET = 1000;
 const store = memoryStore();
@@ -95,16 +95,6 @@ const CASES: Case[] = [
   { name: '__type, as any query', query: '{ __type(name: "User") { name fields { name } } }', requested: 11, actual: 8 },
   { name: 'an operation named __schema, as any query', query: 'query __schema { users(first: 50) { id } }', requested: 50, actual: 50 },
 ];
-
-/** A field `levels` deep: viewer (at depth 1), followers nested in it, and login. */
-const deep = (levels: number) => `{ viewer { ${'followers(limit: 1) { '.repeat(levels - 2)}login${' }'.repeat(levels - 2)} } }`;
-/** F13 selects 2^13 fields through two aliases per level, 14 levels deep. */
-const wide = () => {
-  const fragments = ['fragment F0 on User { login }'];
-  for (let k = 1; k <= 13; k++)
-    fragments.push(`fragment F${k} on User { x: followers(limit: 1) { ...F${k - 1} } y: followers(limit: 1) { ...F${k - 1} } }`);
-  return `{ viewer { ...F13 } } ${fragments.join(' ')}`;
-};
 
 describe.each(SERVERS)('%s with costLimit', (name) => {
   let server: RunningServer;

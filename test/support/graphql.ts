@@ -194,3 +194,14 @@ export async function post(url: string, user: string, query: string, variables?:
   });
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as GraphqlResponse['body'] };
 }
+
+/** An operation whose deepest field is `levels` deep: viewer (at depth 1), followers nested in it, and login. */
+export const deep = (levels: number) => `{ viewer { ${'followers(limit: 1) { '.repeat(levels - 2)}login${' }'.repeat(levels - 2)} } }`;
+
+/** An operation of 2^13 paths from a small document: F13 selects F12 through two aliases, and so on down. */
+export function wide(): string {
+  const fragments = ['fragment F0 on User { login }'];
+  for (let k = 1; k <= 13; k++)
+    fragments.push(`fragment F${k} on User { x: followers(limit: 1) { ...F${k - 1} } y: followers(limit: 1) { ...F${k - 1} } }`);
+  return `{ viewer { ...F13 } } ${fragments.join(' ')}`;
+}

@@ -11,8 +11,6 @@ import type { OperationRequest } from './walk.js';
 export interface Admitted {
   requested: number;
   decision: Decision;
-  /** Whether the decision charged `requested` (an operation that costs 0 is only looked at). */
-  charged: boolean;
   /** After execution: the result's cost, the refund, and the response's `extensions.cost`; no result (a stream) keeps the charge. */
   settle: (result: { data?: unknown; errors?: readonly unknown[] | null | undefined } | undefined) => Promise<QueryCost>;
 }
@@ -23,6 +21,7 @@ export type Admission = { run: true; admitted: Admitted } | { run: false; refusa
 /** The admit step of costLimit, bound to its settings. */
 export type Admit<Context> = (context: Context, request: OperationRequest) => Promise<Admission>;
 
+/** The budget of one costLimit: its admit step, which every server's plugin calls before execution. */
 export function budget<Context>(settings: Settings<Context>): Admit<Context> {
   const { limiter, maxCost, weights } = settings;
 
@@ -73,6 +72,6 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
         await decision.release?.();
       }
     };
-    return { run: true, admitted: { requested, decision, charged, settle } };
+    return { run: true, admitted: { requested, decision, settle } };
   };
 }
