@@ -34,7 +34,8 @@ export function planCache(weights: Weights): (request: OperationRequest) => Cost
   return function costed(request) {
     let id: string | undefined;
     try {
-      id = `${request.operationName ?? ''}\n${JSON.stringify(request.variables ?? {})}`;
+      const variables = request.variables;
+      id = `${request.operationName ?? ''}\n${variables === undefined || variables === null ? '' : JSON.stringify(variables)}`;
     } catch {
       id = undefined; // variables that are not JSON (a BigInt, a cycle): costed each time
     }

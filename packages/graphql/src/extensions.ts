@@ -37,8 +37,15 @@ export interface Refusal {
 /** The budget as a decision leaves it. */
 export function throttleStatus(decision: Decision): ThrottleStatus {
   const binding = decision.policies.find((p) => p.name === decision.policy);
-  const restoreRate = binding === undefined || binding.windowMs <= 0 ? 0 : (binding.limit * 1000) / binding.windowMs;
-  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: Number(restoreRate.toPrecision(6)) };
+  const rate = binding === undefined || binding.windowMs <= 0 ? 0 : (binding.limit * 1000) / binding.windowMs;
+  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: sixDigits(rate) };
+}
+
+/** `x` to six significant digits (16.6667 points a second, not 16.666666666666668). */
+function sixDigits(x: number): number {
+  if (x === 0) return 0;
+  const digits = 5 - Math.floor(Math.log10(x));
+  return digits >= 0 ? Math.round(x * 10 ** digits) / 10 ** digits : Math.round(x / 10 ** -digits) * 10 ** -digits;
 }
 
 /** A denial: THROTTLED (429), or FORBIDDEN (403) when a deny rule or a ban refused it. */
