@@ -27,7 +27,8 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
 
   async function keyOf(context: Context): Promise<string> {
     try {
-      return await settings.key(context);
+      const key = settings.key(context);
+      return typeof key === 'string' ? key : await key;
     } catch (error) {
       if (error instanceof SluiceError) throw error;
       throw new SluiceError('ERR_SLUICE_KEY', `key(context) threw${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error });
@@ -69,7 +70,7 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
         if (charged && actual < requested && decision.adjust !== undefined) after = await decision.adjust(actual - requested);
         return { requestedQueryCost: requested, actualQueryCost: actual, throttleStatus: throttleStatus(after) };
       } finally {
-        await decision.release?.();
+        if (decision.release !== undefined) await decision.release();
       }
     };
     return { run: true, admitted: { requested, decision, settle } };
