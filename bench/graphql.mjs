@@ -18,12 +18,18 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { arg } from './args.mjs';
+import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'armor'];
-const LABELS = { bare: 'bare server', sluice: 'costLimit, memory store', armor: 'graphql-armor cost limit' };
+const CONTENDERS = ['bare', 'sluice', 'sluice-redis', 'armor'];
+const LABELS = {
+  bare: 'bare server',
+  sluice: 'costLimit, memory store',
+  'sluice-redis': 'costLimit, Redis',
+  armor: 'graphql-armor cost limit',
+};
 const KEYS = 10_000;
 
 const typeDefs = /* GraphQL */ `
@@ -39,17 +45,21 @@ const resolvers = {
 };
 
 /** A child: one server with one contender, its port sent to the parent once it listens. */
-async function serve(server, contender) {
-  const { createLimiter } = await import('@sluice/core');
+async function serve(server, contender, redisPort) {
+  const { createLimiter, memoryStore, redisStore } = await import('@sluice/core');
   const { costDirectives, costLimit } = await import('@sluice/graphql');
   const { costLimitPlugin, costLimitRule } = require('@escape.tech/graphql-armor-cost-limit');
-  const limit = costLimit({ limiter: createLimiter({ policy: { limit: 1e9, window: '1s' } }), key: (ctx) => ctx.key, maxCost: 1e6 });
+  const { default: Redis } = await import('ioredis');
+  const store = contender === 'sluice-redis' ? redisStore({ client: new Redis({ port: Number(redisPort) }) }) : memoryStore();
+  const limiter = createLimiter({ policy: { limit: 1e9, window: '1s' }, store });
+  const limit = costLimit({ limiter, key: (ctx) => ctx.key, maxCost: 1e6 });
+  const sluice = contender.startsWith('sluice');
   const armor = { maxCost: 1e6 };
   const defs = [costDirectives, typeDefs];
   let port;
   if (server === 'yoga') {
     const { createSchema, createYoga } = await import('graphql-yoga');
-    const plugins = contender === 'sluice' ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : [];
+    const plugins = sluice ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : [];
     const yoga = createYoga({
       schema: createSchema({ typeDefs: defs, resolvers }),
       plugins,
@@ -65,7 +75,7 @@ async function serve(server, contender) {
     const apollo = new ApolloServer({
       typeDefs: defs,
       resolvers,
-      plugins: contender === 'sluice' ? [limit.apollo()] : [],
+      plugins: sluice ? [limit.apollo()] : [],
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
     const { url } = await startStandaloneServer(apollo, {
@@ -83,7 +93,7 @@ async function serve(server, contender) {
       context: (request) => ({ key: request.headers['x-api-key'] }),
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
-    if (contender === 'sluice') await app.register(limit.mercurius());
+    if (sluice) await app.register(limit.mercurius());
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = app.server.address().port;
   }
@@ -95,16 +105,16 @@ async function serve(server, contender) {
   });
   const body = await res.json();
   if (res.status !== 200 || body.errors) throw new Error(`${server} ${contender}: ${res.status} ${JSON.stringify(body)}`);
-  if (contender === 'sluice' && body.extensions?.cost?.actualQueryCost !== 10) throw new Error(`${server}: no extensions.cost`);
+  if (sluice && body.extensions?.cost?.actualQueryCost !== 10) throw new Error(`${server}: no extensions.cost`);
   process.on('message', (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
   });
   process.send({ port });
 }
 
-function start(server, contender) {
+function start(server, contender, redisPort) {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender], {
+    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort)], {
       env: { ...process.env, NODE_ENV: 'production' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -173,9 +183,10 @@ async function main() {
     return `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
   };
   const rows = [];
+  const redis = await startRedis();
   for (const server of servers) {
     const running = {};
-    for (const contender of CONTENDERS) running[contender] = await start(server, contender);
+    for (const contender of CONTENDERS) running[contender] = await start(server, contender, redis.port);
     try {
       for (const contender of CONTENDERS) if (warmup > 0) await load(running[contender], warmup, connections);
       const runs = Object.fromEntries(CONTENDERS.map((c) => [c, []]));
@@ -220,6 +231,7 @@ async function main() {
       for (const { child } of Object.values(running)) child.kill('SIGKILL');
     }
   }
+  await redis.stop();
   const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')}`;
   console.log(`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit()}: \`${command}\`\n`);
   console.log('| server | contender | req/s | ratio to the bare server | server CPU µs per request | µs added | bare CPU / its CPU |');
@@ -227,5 +239,5 @@ async function main() {
   for (const row of rows) console.log(row);
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4]);
+if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], process.argv[5]);
 else await main();
