@@ -9,7 +9,7 @@ import type { OperationRequest } from './walk.js';
 
 /** An operation allowed to run, and what settling it needs. */
 export interface Admitted {
-  requested: number;
+  /** The consume's decision (a peek's, for an operation that costs nothing). */
   decision: Decision;
   /** After execution: the result's cost, the refund, and the response's `extensions.cost`; no result (a stream) keeps the charge. */
   settle: (result: { data?: unknown; errors?: readonly unknown[] | null | undefined } | undefined) => Promise<QueryCost>;
@@ -73,6 +73,6 @@ export function budget<Context>(settings: Settings<Context>): Admit<Context> {
         if (decision.release !== undefined) await decision.release();
       }
     };
-    return { run: true, admitted: { requested, decision, settle } };
+    return { run: true, admitted: { decision, settle } };
   };
 }

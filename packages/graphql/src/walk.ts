@@ -1,5 +1,5 @@
-// What the requested and the actual cost share: the operation to cost, the field a name selects (the
-// introspection fields too: no bypass), and the weight of an object.
+// Where costing starts: the operation a request runs, its root type, fragments and coerced variables; the
+// field a name selects (the introspection fields too: no bypass); the weight of an object.
 import {
   type DocumentNode,
   type FragmentDefinitionNode,
