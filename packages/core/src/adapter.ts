@@ -1,7 +1,7 @@
 // @sluice/core/adapter: the kit the framework adapters share (adapter/: options, the translator a rival's
 // spelling comes through, key and route scope, verdict, headers, problem body, settle, shed). It exports what
-// the adapters import, no more, and names no framework. Not for applications: what they may rely on is the
-// package root.
+// the adapters (and the CLI) import, no more, and names no framework. Not for applications: what they may
+// rely on is the package root.
 
 export type { ForwardedCheck } from './adapter/forwarded.js';
 export { stackHeaders } from './adapter/headers.js';
@@ -15,4 +15,4 @@ export type { Awaitable } from './adapter/user-call.js';
 export { type HttpLimit, httpLimit } from './adapter/verdict.js';
 export { parseDuration } from './duration.js';
 export { badOption } from './errors.js';
-export { isBoolean, isFunction, own, resolve, spec } from './options.js';
+export { isBoolean, isFunction, nearest, own, resolve, spec } from './options.js';

@@ -1,6 +1,6 @@
 // The store's view of a node-redis 4/5 client (clients.ts tells the clients apart).
 
-import { type Emitter, follow } from './connection.js';
+import { downBecause, type Emitter, follow } from './connection.js';
 import type { AnyFn, Loose, ScriptClient } from './script-client.js';
 
 /** A node-redis 4 or 5 client: `createClient()` or `createCluster()` of the `redis` package. */
@@ -56,7 +56,7 @@ export function nodeRedis(client: NodeRedisClient): ScriptClient {
       // node-redis queues a command sent while the socket is down (or before connect() finished) and
       // writes it once its reconnect strategy gets through: refuse it here instead.
       if (!client.isOpen) return 'the node-redis client is not open (call client.connect())';
-      if (!cluster) return client.isReady === true ? undefined : 'the node-redis client is reconnecting';
+      if (!cluster) return client.isReady === true ? undefined : downBecause('the node-redis client is reconnecting', connection);
       if (slot === undefined) return undefined;
       if (discovering()) return 'the node-redis Cluster is still finding its nodes (connect() has not resolved)';
       const node = slots.slots?.[slot]?.master?.client;
