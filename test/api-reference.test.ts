@@ -87,6 +87,7 @@ const CHECKS: Check[] = [
   { file: `${CORE}/store/memory-store.ts`, type: 'MemoryStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/redis/store.ts`, type: 'RedisStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/contract.ts`, type: 'Store', in: 'The Store interface' },
+  { file: `${CORE}/store/conformance.ts`, type: 'StoreVectorsOptions', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreRequest', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreReply', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'PolicyState', in: 'The Store interface' },

@@ -17,6 +17,7 @@ export type { Rule, RuleKind, RuleOptions, Rules, RulesOptions } from './rules/r
 export { createRules } from './rules/rules.js';
 export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './shed/shedder.js';
 export { createShedder } from './shed/shedder.js';
+export { runStoreVectors, type StoreVectorsOptions } from './store/conformance.js';
 export type { Policy, PolicyState, RuleChanges, RuleStore, Store, StoreReply, StoreRequest } from './store/contract.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { memoryStore } from './store/memory-store.js';

@@ -1,5 +1,5 @@
-// The protocol's reading of a request and of a reply. The fixed KEYS/ARGV vectors, answered by the script
-// on Redis and by the memory store, are test/protocol.redis.test.ts.
+// The protocol's reading of a request and of a reply, and the fixed vectors' KEYS and ARGV. The script on
+// Redis answers the vectors in test/protocol.redis.test.ts.
 
 import { LUA_LINES } from '../lua.generated.js';
 import { parsePolicy } from '../policy/policy.js';
@@ -7,6 +7,7 @@ import type { StoreRequest } from './contract.js';
 import { StoreRefusal } from './contract.js';
 import { decodeReply, encodeBatch, opOf, REFUSED } from './protocol.js';
 import { luaSource, sourceLines } from './redis/scripts.js';
+import { NOW, VECTORS } from './vectors.js';
 
 const tb = parsePolicy('10/1m');
 const day = parsePolicy({ limit: 5, window: 'day' });
@@ -48,6 +49,10 @@ describe('protocol', () => {
     const decoded = decodeReply(reply, [consume('a')], 0);
     expect(decoded).toBeInstanceOf(Error);
     expect((decoded as Error).message).toMatch(/^the script's reply is malformed/);
+  });
+
+  it.each(VECTORS.map((v) => [v.name, v] as const))('encodes the vector "%s" to its fixed KEYS and ARGV', (_name, vector) => {
+    expect(encodeBatch(vector.requests, { guard: 'g', call: 1, wall: NOW, now: NOW })).toEqual({ keys: vector.keys, args: vector.args });
   });
 
   it('puts requests alike in a row into one run, and a spec once per policy', () => {

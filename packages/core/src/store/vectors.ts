@@ -1,8 +1,8 @@
-// Fixed test vectors of the store protocol (protocol.ts): batches of requests, and the
-// exact KEYS and ARGV they encode to on a test clock. test/protocol.redis.test.ts pins the encoding and
-// has the script on Redis and the memory store answer each batch.
+// Fixed test vectors of the store protocol (protocol.ts): batches of requests on a test clock, the reply a
+// store gives each (every store: the memory store, the Redis scripts, one of your own: conformance.ts runs
+// them), and the exact KEYS and ARGV the batch encodes to for the decide script (protocol.test.ts).
 import { parsePolicy } from '../policy/policy.js';
-import type { StoreRequest } from './contract.js';
+import type { PolicyState, StoreReply, StoreRequest } from './contract.js';
 
 /** The test clock: 2026-01-15 12:00:00.250 UTC. */
 export const NOW = Date.UTC(2026, 0, 15, 12, 0, 0, 250);
@@ -34,9 +34,19 @@ const consume = (keys: string[], policies: readonly (typeof tb)[], cost = 1, mor
   ...more,
 });
 
+/** A policy's state in a reply: remaining, resetMs, retryAfterMs, and windowMs when the window varies. */
+const s = (remaining: number, resetMs: number, retryAfterMs: number, windowMs?: number): PolicyState =>
+  windowMs === undefined ? { remaining, resetMs, retryAfterMs } : { remaining, resetMs, retryAfterMs, windowMs };
+const ok = (...states: PolicyState[]): StoreReply => ({ allowed: true, states });
+const no = (...states: PolicyState[]): StoreReply => ({ allowed: false, states });
+/** A reservation's reply: its wait until its turn. */
+const turn = (waitMs: number, reply: StoreReply): StoreReply => ({ ...reply, waitMs });
+
 export interface Vector {
   name: string;
   requests: StoreRequest[];
+  /** The reply to each request, decided one after another on a store of its own at NOW. */
+  replies: StoreReply[];
   keys: string[];
   args: string[];
 }
@@ -52,6 +62,13 @@ export const VECTORS: Vector[] = [
       { keys: ['{a}tb', '{a}fw'], policies: tbFw, cost: 1, peek: true },
       consume(['{b}sw', '{b}sl'], swSl, 2),
       consume(['{b}sw', '{b}sl'], swSl, 1),
+    ],
+    replies: [
+      ok(s(9, 6000, 0), s(2, 750, 0)),
+      ok(s(8, 12000, 0), s(1, 750, 0)),
+      ok(s(8, 12000, 0), s(1, 750, 0)),
+      ok(s(3, 19750, 0), s(0, 1000, 0)),
+      no(s(3, 19750, 0), s(0, 1000, 1000)),
     ],
     keys: ['g', '{a}tb', '{a}fw', '{a}tb', '{a}fw', '{a}tb', '{a}fw', '{b}sw', '{b}sl', '{b}sw', '{b}sl'],
     args: [
@@ -71,6 +88,7 @@ export const VECTORS: Vector[] = [
       consume(['{c}tb'], tbOnly, 4),
       consume(['{c}tb'], tbOnly, 4),
     ],
+    replies: [ok(s(6, 24000, 0)), ok(s(6, 24000, 0)), ok(s(2, 48000, 0)), no(s(2, 48000, 12000))],
     keys: ['g', '{c}tb', '{c}id', '{c}tb', '{c}id', '{c}tb', '{c}tb'],
     args: [
       ...['1', String(NOW), '1', 'tb', '10', '60000', '10', ''],
@@ -86,6 +104,7 @@ export const VECTORS: Vector[] = [
       consume(['{d}cc'], ccOnly, 1, { delta: -1, slot: 's1' }),
       consume(['{d}cc'], ccOnly, 1, { slot: 's3' }),
     ],
+    replies: [ok(s(0, 0, 0)), no(s(0, 0, 0.001)), ok(s(0, 0, 0)), ok(s(0, 0, 0))],
     keys: ['g', '{d}cc', '{d}cc', '{d}cc', '{d}cc'],
     args: [
       ...['1', String(NOW), '1', 'cc', '1', '10000', '1', ''],
@@ -102,6 +121,7 @@ export const VECTORS: Vector[] = [
       consume(['{e}tb'], tbOnly, 1, { delta: 12 }),
       consume(['{e}tb'], tbOnly, 1),
     ],
+    replies: [ok(s(7, 18000, 0), s(0, 750, 0)), ok(s(9, 6000, 0), s(2, 750, 0)), no(s(0, 78000, 24000)), no(s(0, 78000, 24000))],
     keys: ['g', '{e}tb', '{e}fw', '{e}tb', '{e}fw', '{e}tb', '{e}tb'],
     args: [
       ...['1', String(NOW), '2', 'tb', '10', '60000', '10', '', 'fw', '3', '1000', '3', ''],
@@ -114,6 +134,11 @@ export const VECTORS: Vector[] = [
   {
     name: 'a calendar quota beside a token bucket: its spec carries the period starts',
     requests: [consume(['{f}tb', '{f}day'], tbDay), consume(['{f}tb', '{f}day'], tbDay), consume(['{f}tb', '{f}day'], tbDay)],
+    replies: [
+      ok(s(9, 6000, 0), s(1, 43199750, 0, 86400000)),
+      ok(s(8, 12000, 0), s(0, 43199750, 0, 86400000)),
+      no(s(8, 12000, 0), s(0, 43199750, 43199750, 86400000)),
+    ],
     keys: ['g', '{f}tb', '{f}day', '{f}tb', '{f}day', '{f}tb', '{f}day'],
     args: [
       ...['1', String(NOW), '2', 'tb', '10', '60000', '10', ''],
@@ -130,6 +155,14 @@ export const VECTORS: Vector[] = [
       consume(['{g}fh'], fhOnly, 1, { delta: -1 }),
       consume(['{g}fh'], fhOnly),
       { keys: ['{g}fh'], policies: fhOnly, cost: 1, peek: true },
+    ],
+    replies: [
+      ok(s(1, 1000, 0), s(2, 750, 0)),
+      ok(s(0, 1000, 0), s(1, 750, 0)),
+      no(s(0, 1000, 1000), s(1, 750, 0)),
+      ok(s(1, 1000, 0)),
+      ok(s(0, 1000, 0)),
+      no(s(0, 1000, 1000)),
     ],
     keys: ['g', '{g}fh', '{g}fw', '{g}fh', '{g}fw', '{g}fh', '{g}fw', '{g}fh', '{g}fh', '{g}fh'],
     args: [
@@ -151,6 +184,15 @@ export const VECTORS: Vector[] = [
       consume(['{h}tb', '{h}id'], tbOnly, 1, { maxWaitMs: 20_000, idTtlMs: 60_000 }),
       consume(['{i}sw'], swOnly, 5),
       consume(['{i}sw'], swOnly, 2, { maxWaitMs: 20_000 }),
+    ],
+    replies: [
+      ok(s(0, 60000, 0)),
+      turn(6000, ok(s(0, 60000, 0))),
+      turn(0, no(s(0, 66000, 12000))),
+      turn(12000, ok(s(0, 66000, 0))),
+      turn(0, ok(s(0, 72000, 0))),
+      ok(s(0, 19750, 0)),
+      turn(13750, ok(s(0, 19750, 0))),
     ],
     keys: ['g', '{h}tb', '{h}tb', '{h}tb', '{h}tb', '{h}id', '{h}tb', '{h}id', '{i}sw', '{i}sw'],
     args: [
