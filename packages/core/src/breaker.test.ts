@@ -2,7 +2,6 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { sharedBreaker } from './breaker.js';
 import type { LimiterEvent } from './events.js';
 
-// Regression (issue 26): limiter b on a store shared with a got a's prefix in its own breaker events.
 test('each limiter on a shared breaker hears breaker-open and breaker-close under its own prefix', () => {
   const store = {};
   const heard: Record<string, LimiterEvent[]> = { a: [], b: [], shared: [] };

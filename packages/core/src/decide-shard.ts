@@ -31,10 +31,10 @@ const ignore = () => {};
 /**
  * One shard's store call: the request itself, and its listener (store-call.ts), whose answer settles
  * the decision's promise. One object per call, with methods rather than closures, since it is on every
- * decision's path: three closures and two objects fewer per consume cut the limiter's own Node CPU by
- * a fifth (bench/lab/consume-cpu.mjs). Declared once for every limiter, its stages a field: a class per
- * limiter gives each limiter's objects a shape of their own, and the code they all run through slows
- * down once it has seen a few (bench/limiters.mjs).
+ * decision's path, where closures and objects are the limiter's own CPU (bench/lab/consume-cpu.mjs).
+ * Declared once for every limiter, its stages a field: a class per limiter gives each limiter's objects
+ * a shape of their own, and the code they all run through slows down once it has seen a few
+ * (bench/limiters.mjs).
  */
 class StoreAsk implements StoreRequest, StoreListener {
   readonly keys: readonly string[];

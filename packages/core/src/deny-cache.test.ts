@@ -17,7 +17,7 @@ const denial: Decision = {
 };
 
 describe('DenyCache', () => {
-  it('regression: a cached 429 keeps RateLimit t equal to Retry-After as time passes', () => {
+  it('a cached 429 keeps RateLimit t equal to Retry-After as time passes', () => {
     const cache = new DenyCache(10);
     cache.set('k', 1, denial, 1000, 20_000);
     const later = cache.get('k', 1, 1000 + 500) as Decision;
@@ -58,7 +58,7 @@ describe('DenyCache', () => {
     expect(cache.get('k', 1, 6000)).toBeUndefined();
   });
 
-  it('issue 24: a reset is a reset everywhere: a denial is held at most MAX_HOLD_MS (1 s), however long the store denies', () => {
+  it('a reset is a reset everywhere: a denial is held at most MAX_HOLD_MS (1 s), however long the store denies', () => {
     const cache = new DenyCache(10);
     cache.set('k', 1, denial, 0, 20_000);
     expect(cache.get('k', 1, MAX_HOLD_MS - 0.001)?.retryAfterMs).toBe(19_001);

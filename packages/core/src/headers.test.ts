@@ -58,7 +58,7 @@ describe('rateLimitHeaders', () => {
   });
 });
 
-describe('the earlier drafts, as express-rate-limit writes them (issue 26; test/dropin.express.test.ts compares them with it)', () => {
+describe('the earlier drafts, as express-rate-limit writes them (test/dropin.express.test.ts compares them with it)', () => {
   const allowed: Decision = { ...denied, allowed: true, remaining: 2, retryAfterMs: 0, resetMs: 42_300 };
   it("'draft-6': RateLimit-Policy, -Limit, -Remaining, -Reset", () => {
     expect(rateLimitHeaders(allowed, { headers: 'draft-6' })).toEqual({

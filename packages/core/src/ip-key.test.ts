@@ -26,7 +26,7 @@ describe('ipKey', () => {
   });
 });
 
-describe('issue 24: IPv4-mapped IPv6 in every spelling', () => {
+describe('IPv4-mapped IPv6 in every spelling', () => {
   it.each([
     ['0:0:0:0:0:ffff:198.51.100.7', '198.51.100.7'],
     ['0:0:0:0:0:ffff:203.0.113.9', '203.0.113.9'],

@@ -83,7 +83,7 @@ describe('circuit breaker', () => {
   // A store that never answers: a Store, not a Redis mock.
   const hung = (): Store => ({ local: false, decide: () => new Promise(() => {}), reset: async () => {}, close: async () => {} });
 
-  test('regression: a limiter stacked on the same store does not wait out its own timeouts once the store is known down', async () => {
+  test('a limiter stacked on the same store does not wait out its own timeouts once the store is known down', async () => {
     const store = hung();
     const events: string[] = [];
     const app = createLimiter({ policy: '10/1m', store, timeout: 20, breaker: { failures: 2, cooldown: 10_000 }, failMode: 'open' });
@@ -137,7 +137,7 @@ describe('circuit breaker', () => {
 });
 
 describe('a store that misbehaves', () => {
-  test('issue 24: a malformed reply is a store error: the fail mode answers, nothing is left pending', async () => {
+  test('a malformed reply is a store error: the fail mode answers, nothing is left pending', async () => {
     const replies: unknown[] = [{ allowed: true, states: [] }, null, 'garbage', undefined];
     for (const reply of replies) {
       const events: LimiterEvent[] = [];
@@ -149,7 +149,7 @@ describe('a store that misbehaves', () => {
     }
   });
 
-  test('issue 24: a store that throws, or answers no promise, is a store error too', async () => {
+  test('a store that throws, or answers no promise, is a store error too', async () => {
     const decides = [
       () => {
         throw new Error('sync');
@@ -165,7 +165,7 @@ describe('a store that misbehaves', () => {
   });
 });
 
-describe('clear refusals (issue 12)', () => {
+describe('clear refusals', () => {
   test.each([
     [
       { limit: 10, window: 1000, algorthm: 'fixed-window' },

@@ -1,4 +1,4 @@
-// limiter.wait(): waiting for a turn instead of being refused (issue 28). A set whose policies can all
+// limiter.wait(): waiting for a turn instead of being refused. A set whose policies can all
 // reserve (token bucket, sliding window) and is not sharded asks the store once: a reservation charges
 // the request its place in line and answers when its turn is, so waiters in every process go in the
 // order they reserved, with no polling. Other sets ask again at their retry time, with jitter (a

@@ -1,4 +1,4 @@
-// The adapters' `delay` (issue 28): a request the limiter refuses is held until its turn instead, when
+// The adapters' `delay`: a request the limiter refuses is held until its turn instead, when
 // that comes within maxWait and fewer than maxQueued are held by this middleware in this process; else
 // it is answered 429 as usual. It waits by limiter.wait (a reservation: its place in line, in every
 // process' order); a client that leaves while held gives its place back (the wait's abort).

@@ -40,7 +40,7 @@ describe('settle options', () => {
   });
 });
 
-describe("issue 25: a settle moves the decision's own charge (Decision.adjust)", () => {
+describe("a settle moves the decision's own charge (Decision.adjust)", () => {
   it('with shards: the refund goes to the shard that was charged, and the whole key is back to full', async () => {
     // Two shards of 10: a request charges 10 to one of them, and its settle refunds all of it.
     const limiter = createLimiter({ policy: '20/1h', shards: 2 });

@@ -27,7 +27,7 @@ describe('parsePolicy', () => {
   });
 });
 
-describe("a fixed window's start (issue 26)", () => {
+describe("a fixed window's start", () => {
   it("'first-hit' is a policy of its own (its counters are not the clock-aligned window's)", () => {
     const first = parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window', start: 'first-hit' });
     const clock = parsePolicy({ limit: 5, window: '1m', algorithm: 'fixed-window', start: 'clock' });

@@ -58,7 +58,7 @@ export type ShedderEvent =
   | { type: 'concurrency'; name: string; limit: number; inFlight: number; previousLimit: number };
 
 // A class yields to a higher one refused within this long (one window): the slot it would take is one the higher
-// class had no room for (issue 29: 20% critical at 4x, with a tenth of the core taken by others: 92% -> 97% served).
+// class had no room for.
 const YIELD_MS = WINDOW_MS;
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'sheddable'];
 /** What its waiting room (waiting-room.ts) sees of a shedder: who to tell when slots come back, when a class could take one, and how long it may wait. */

@@ -27,8 +27,8 @@ const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);
 export function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => boolean): ScriptClient {
   const cluster = client.isCluster === true;
   // The Buffer variants (every ioredis and iovalkey has them, untyped): the script answers integers only,
-  // numbers either way, and the plain variants copy each reply array to convert its strings (5% of this
-  // process' CPU per decision).
+  // numbers either way, and the plain variants copy each reply array to convert its strings, on every
+  // decision.
   const buffered = client as unknown as { evalshaBuffer?: AnyFn; evalBuffer?: AnyFn };
   const evalsha = buffered.evalshaBuffer ?? (client.evalsha as unknown as AnyFn);
   const evalScript = buffered.evalBuffer ?? (client.eval as unknown as AnyFn);
