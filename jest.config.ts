@@ -12,7 +12,7 @@ const config: Config = {
   },
   moduleNameMapper: {
     '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
-    '^@sluice/(core|express|fastify|koa|metrics|cli)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@sluice/(core|express|fastify|hono|koa|metrics|cli)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // @sluice/metrics imports its .cts source (src/peer.cts) by the name of its output, './peer.cjs'.
     '^\\./peer\\.cjs$': './peer.cts',

@@ -1,0 +1,85 @@
+// What Hono does not hand over as Express and Koa do: the client's address (a runtime's getConnInfo), and the
+// end of the response (Node's ServerResponse under @hono/node-server; elsewhere, the app's answer).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { SluiceError } from '@sluice/core';
+import type { Context } from 'hono';
+import type { ConnInfo } from 'hono/conninfo';
+
+/**
+ * Where the client's address comes from, as hono/ip-restriction takes it: a runtime's `getConnInfo`, or a
+ * function that returns the address.
+ */
+export type GetIP = (c: Context) => ConnInfo | string | undefined;
+
+/**
+ * The client's address of a request, by `getIP` or @hono/node-server's getConnInfo; undefined when it is
+ * unknown (no Node socket: `app.request()` without one, another runtime), which the default key refuses.
+ */
+export function clientAddress(getIP: GetIP | undefined): (c: Context) => string | undefined {
+  if (getIP === undefined) {
+    return (c) => {
+      try {
+        return getConnInfo(c).remote.address;
+      } catch {
+        return undefined; // no c.env.incoming: not served by @hono/node-server
+      }
+    };
+  }
+  return (c) => {
+    let info: ReturnType<GetIP>;
+    try {
+      info = getIP(c);
+    } catch (error) {
+      throw new SluiceError('ERR_SLUICE_KEY', `getIP(c) threw${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error });
+    }
+    return typeof info === 'string' ? info : info?.remote?.address;
+  };
+}
+
+/** What the kit reads of a response's end: Node's ServerResponse, or its stand-in here. */
+export interface RawEnd {
+  readonly statusCode: number;
+  readonly writableFinished: boolean;
+  readonly destroyed: boolean;
+  once(event: 'close' | 'finish', listener: () => void): unknown;
+}
+
+/** @hono/node-server's bindings: c.env.outgoing is the request's ServerResponse (absent on a WebSocket upgrade). */
+type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+
+/**
+ * The response's end, as the kit reads it. Under @hono/node-server, its ServerResponse (c.env.outgoing),
+ * which closes once the body went out, a stream's last chunk included, or the client left. Elsewhere
+ * (another runtime, `app.request()`), one that finishes once the app answered: call `end()` after `next()`.
+ */
+export function responseEnd(c: Context): { raw: RawEnd; node: boolean; end(): void } {
+  const outgoing = (c.env as NodeBindings)?.outgoing;
+  if (outgoing !== undefined && typeof outgoing.once === 'function') return { raw: outgoing, node: true, end() {} };
+  let ended = false;
+  const listeners: Array<[string, () => void]> = [];
+  const raw: RawEnd = {
+    get statusCode() {
+      return c.res.status;
+    },
+    get writableFinished() {
+      return ended;
+    },
+    get destroyed() {
+      return ended;
+    },
+    once(event, listener) {
+      listeners.push([event, listener]);
+      return raw;
+    },
+  };
+  return {
+    raw,
+    node: false,
+    end() {
+      if (ended) return;
+      ended = true;
+      for (const event of ['finish', 'close']) for (const [e, listener] of listeners) if (e === event) listener();
+    },
+  };
+}
