@@ -1,8 +1,9 @@
 // Type test for @sluice/hono: never run, only type-checked by `pnpm typecheck` (root tsconfig includes test/).
 // Every `@ts-expect-error` marks a wrong use that must NOT type-check; each wrong use sits alone on the line after it.
 import { getConnInfo } from '@hono/node-server/conninfo';
-import type { Decision } from '@sluice/core';
-import rateLimitDefault, { rateLimit, shed } from '@sluice/hono';
+import { createNodeWebSocket } from '@hono/node-ws';
+import { createLimiter, type Decision } from '@sluice/core';
+import rateLimitDefault, { rateLimit, shed, webSocketLimit } from '@sluice/hono';
 import { Hono } from 'hono';
 
 declare const decisionSink: (d: Decision | undefined) => void;
@@ -54,4 +55,25 @@ type AppEnv = { Variables: { user: { id: string; plan: 'free' | 'pro' } } };
   app.use(shed({ maxWait: '20ms', priority: (c) => (c.req.path === '/pay' ? 'critical' : 'normal') }));
   // @ts-expect-error priority answers a class, not any string
   shed({ priority: () => 'urgent' });
+
+  // webSocketLimit wraps upgradeWebSocket's events, keeping their types.
+  const { upgradeWebSocket } = createNodeWebSocket({ app });
+  app.get(
+    '/ws',
+    upgradeWebSocket(
+      webSocketLimit<AppEnv>({ policy: '20/1s', key: (c) => c.var.user.id, onLimited: 'drop' })((c) => ({
+        onMessage(event, ws) {
+          ws.send(`${c.var.user.id}: ${String(event.data)}`);
+          ws.raw?.ping();
+        },
+      })),
+    ),
+  );
+  webSocketLimit({ limiter: createLimiter({ policy: '5/1s' }) });
+  // @ts-expect-error onLimited is 'close' or 'drop'
+  webSocketLimit({ policy: '1/s', onLimited: 'ignore' });
+  // @ts-expect-error a message has no HTTP response: no headers
+  webSocketLimit({ policy: '1/s', headers: 'draft' });
+  // @ts-expect-error a limit without any policy
+  webSocketLimit({ key: () => 'k' });
 }

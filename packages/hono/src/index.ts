@@ -3,3 +3,4 @@ export type { Decision } from '@sluice/core';
 export type { GetIP } from './client.js';
 export { type HonoOwnOptions, type HonoRateLimitOptions, type RateLimitVariables, rateLimit, rateLimit as default } from './rate-limit.js';
 export { type HonoShed, type HonoShedOptions, shed } from './shed.js';
+export { type WebSocketLimitOptions, webSocketLimit } from './web-socket.js';
