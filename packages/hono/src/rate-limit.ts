@@ -17,6 +17,7 @@ import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { clientAddress, type GetIP, responseEnd } from './client.js';
+import { type HonoRateLimiterOptions, honoRateLimiter } from './peer.js';
 
 /** The variables rateLimit() sets: `c.var.rateLimit`, the request's Decision (absent when skipped). */
 export type RateLimitVariables = { rateLimit?: Decision };
@@ -91,9 +92,9 @@ function sluiceAnswer(limit: Limit): Answer {
 }
 
 /** The middleware that decides with `limit` and answers by `answer`. */
-function middleware<V extends object>(limit: Limit, ip: (c: Context) => string | undefined, answer: Answer) {
+function middleware(limit: Limit, ip: (c: Context) => string | undefined, answer: Answer): MiddlewareHandler {
   const { property } = answer;
-  return createMiddleware<{ Variables: V }>(async function sluiceRateLimit(c, next) {
+  return createMiddleware(async function sluiceRateLimit(c, next) {
     const end = responseEnd(c);
     const verdict = await limit.check(c, scopeOf(c), () => ip(c), undefined, end.node ? end.raw : undefined);
     if (verdict === undefined) return next();
@@ -122,7 +123,18 @@ function middleware<V extends object>(limit: Limit, ip: (c: Context) => string |
  * @example app.use(rateLimit({ policy: '100/1m' }))
  */
 // biome-ignore lint/suspicious/noExplicitAny: Hono's own default Env, as HonoRateLimitOptions
-export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E>): MiddlewareHandler<{ Variables: RateLimitVariables }> {
-  const { limit, ip } = honoLimit(options as HonoRateLimitOptions);
-  return middleware<RateLimitVariables>(limit, ip, sluiceAnswer(limit));
+export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E>): MiddlewareHandler<{ Variables: RateLimitVariables }>;
+/**
+ * hono-rate-limiter's options with its meaning: `rateLimit({ windowMs: 60_000, limit: 100, keyGenerator: (c) => ... })`,
+ * its draft-6 headers, message and status by default. `c.var[requestPropertyName]` holds the Decision.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: Hono's own default Env, as HonoRateLimitOptions
+export function rateLimit<E extends Env = any, K extends string = 'rateLimit'>(
+  options: HonoRateLimiterOptions<E, K>,
+): MiddlewareHandler<{ Variables: { [P in K]?: Decision } }>;
+export function rateLimit(options: HonoRateLimitOptions | HonoRateLimiterOptions): MiddlewareHandler {
+  const peer = honoRateLimiter(Object(options));
+  const { limit, ip } = honoLimit(peer?.options ?? (options as HonoRateLimitOptions));
+  const ours = sluiceAnswer(limit);
+  return middleware(limit, ip, peer?.answer(ours) ?? ours);
 }
