@@ -231,7 +231,11 @@ describe("hono-rate-limiter's options sluice cannot honour are refused by name, 
       { windowMs: 60_000, limit: 5, onLimited: () => new Response() },
       /^onLimited .*handler\(c, next, options\)/,
     ],
-    ['windowMs beside a policy of ours', { policy: '5/1m', windowMs: 60_000 }, /^windowMs .*beside policy or limiter use policy/],
+    [
+      'windowMs beside a policy of ours',
+      { policy: '5/1m', windowMs: 60_000 },
+      /^windowMs must be absent beside policy or limiter .*: use policy/,
+    ],
     ['handler beside a policy of ours', { policy: '5/1m', handler: () => undefined }, /^handler .*onLimited\(c, decision\)/],
     ['keyGenerator beside a policy of ours', { policy: '5/1m', keyGenerator: () => 'k' }, /^keyGenerator .*key\(c\)/],
     [

@@ -72,26 +72,28 @@ describe("Hono's idioms", () => {
     expect(res.headers.get('ratelimit-policy')).toBe('"2-per-60s";q=2;w=60');
   });
 
-  it.each([
-    [
-      'throws',
-      () => {
-        throw new Error('no user');
-      },
-      'ERR_SLUICE_KEY',
-    ],
-    ['rejects', async () => Promise.reject(new Error('no user')), 'ERR_SLUICE_KEY'],
-    ['returns nothing', () => undefined as unknown as string, 'ERR_SLUICE_KEY'],
-  ])('a key that %s reaches app.onError as a SluiceError, the original as its cause', async (_name, key, code) => {
+  const fails = () => {
+    throw new Error('no user');
+  };
+  const rejects = async () => Promise.reject(new Error('no user'));
+  it.each<[string, Record<string, unknown>, string, boolean]>([
+    ['a key that throws', { key: fails }, 'ERR_SLUICE_KEY', true],
+    ['a key that rejects', { key: rejects }, 'ERR_SLUICE_KEY', true],
+    ['a key that returns nothing', { key: () => undefined }, 'ERR_SLUICE_KEY', false],
+    ['a cost that throws', { key: () => 'k', cost: fails }, 'ERR_SLUICE_COST', true],
+    ['a skip that rejects', { key: () => 'k', skip: rejects }, 'ERR_SLUICE_KEY', true],
+    ['a policy function that throws', { key: () => 'k', policy: fails }, 'ERR_SLUICE_OPTION', true],
+    ["hono-rate-limiter's keyGenerator that throws", { windowMs: 60_000, limit: 5, keyGenerator: fails }, 'ERR_SLUICE_KEY', true],
+  ])('%s reaches app.onError as a SluiceError, the original as its cause', async (_name, options, code, caused) => {
     const { app, errors } = appWithErrors();
-    app.use(rateLimit({ policy: '5/1m', key }));
+    app.use(rateLimit(('windowMs' in options ? options : { policy: '5/1m', ...options }) as never));
     app.get('/', (c) => c.text('ok'));
     const res = await fetch(await listen(app));
     expect([res.status, await res.text()]).toEqual([500, 'failed']);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toBeInstanceOf(SluiceError);
     expect(errors[0]).toMatchObject({ code });
-    if (_name !== 'returns nothing') expect((errors[0] as Error).cause).toEqual(new Error('no user'));
+    if (caused) expect((errors[0] as Error).cause).toEqual(new Error('no user'));
   });
 
   it('app.request() with no socket: the default key is refused through app.onError; key(c) works on the memory store', async () => {

@@ -74,7 +74,7 @@ export function honoRateLimiter(options: object): { options: HonoRateLimitOption
   if (ourSpelling) {
     for (const [name, ours] of Object.entries(OURS)) {
       if (o[name] !== undefined)
-        badOption(name, `given with windowMs and limit (hono-rate-limiter's spelling); beside policy or limiter use ${ours}`, o[name]);
+        badOption(name, `absent beside policy or limiter (it is hono-rate-limiter's spelling): use ${ours}`, o[name]);
     }
     return undefined;
   }
