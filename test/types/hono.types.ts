@@ -22,6 +22,10 @@ type AppEnv = { Variables: { user: { id: string; plan: 'free' | 'pro' } } };
     c.var.rateLimit?.nope;
     return c.json({ remaining: c.var.rateLimit?.remaining });
   });
+  // An app.use(rateLimit()) of its own statement: c.var.rateLimit is typed in every handler too.
+  const plain = new Hono();
+  plain.use(rateLimit({ policy: '100/1m' }));
+  plain.get('/', (c) => c.text(`${c.var.rateLimit?.remaining ?? 0} left`));
   // The app's Env types c in the options' functions.
   rateLimit<AppEnv>({
     policy: (c) => (c.var.user.plan === 'pro' ? ['100/s', '10000/day'] : '10/s'),

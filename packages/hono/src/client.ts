@@ -1,10 +1,12 @@
-// What Hono does not hand over as Express and Koa do: the client's address (a runtime's getConnInfo), and the
-// end of the response (Node's ServerResponse under @hono/node-server; elsewhere, the app's answer).
+// What Hono does not hand over as Express and Koa do: the client's address (a runtime's getConnInfo), the route
+// that matched, and the end of the response (Node's ServerResponse under @hono/node-server; elsewhere, the app's answer).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { SluiceError } from '@sluice/core';
 import type { Context } from 'hono';
 import type { ConnInfo } from 'hono/conninfo';
+import { matchedRoutes } from 'hono/route';
+import type { RouterRoute } from 'hono/types';
 
 /**
  * Where the client's address comes from, as hono/ip-restriction takes it: a runtime's `getConnInfo`, or a
@@ -35,6 +37,16 @@ export function clientAddress(getIP: GetIP | undefined): (c: Context) => string 
     }
     return typeof info === 'string' ? info : info?.remote?.address;
   };
+}
+
+/**
+ * The route whose handler runs now (a middleware's own registration for app.use). The request's own getter
+ * first (deprecated since Hono 4.8, read on 4.13): hono/route's helper reads it by a symbol of its copy of
+ * hono, which is not the app's when the app loads the other build (CommonJS hono under an ES module app).
+ */
+export function routeOf(c: Context): RouterRoute | undefined {
+  const req = c.req as { matchedRoutes?: RouterRoute[] };
+  return ('matchedRoutes' in req ? (req.matchedRoutes as RouterRoute[]) : matchedRoutes(c))[c.req.routeIndex];
 }
 
 /** What the kit reads of a response's end: Node's ServerResponse, or its stand-in here. */

@@ -14,13 +14,20 @@ import {
 } from '@sluice/core/adapter';
 import type { Context, Env, MiddlewareHandler, Next } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { matchedRoutes } from 'hono/route';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { clientAddress, type GetIP, responseEnd } from './client.js';
+import { clientAddress, type GetIP, responseEnd, routeOf } from './client.js';
 import { type HonoRateLimiterOptions, honoRateLimiter } from './peer.js';
 
 /** The variables rateLimit() sets: `c.var.rateLimit`, the request's Decision (absent when skipped). */
 export type RateLimitVariables = { rateLimit?: Decision };
+
+declare module 'hono' {
+  // Also for the handlers of an app whose app.use(rateLimit()) stands alone (its Env then reaches none of them).
+  interface ContextVariableMap {
+    /** The rate-limit decision for this request, set by @sluice/hono's rateLimit() (absent when skipped, or before it ran). */
+    rateLimit?: Decision;
+  }
+}
 
 /** The options only the Hono adapter has. */
 export interface HonoOwnOptions<E extends Env> {
@@ -60,7 +67,7 @@ const forwarded = (getIP: () => GetIP | undefined): ForwardedCheck<Context> => (
 
 /** The route's counter: its method and pattern ('POST /login'); a middleware's (app.use) is its mount, '*' at the root. */
 function scopeOf(c: Context): string {
-  const route = matchedRoutes(c)[c.req.routeIndex];
+  const route = routeOf(c);
   if (route === undefined || route.method !== 'ALL') return route === undefined ? routeScope() : routeScope(route.method, route.path);
   const mount = route.path.replace(/\/?\*$/, '');
   return routeScope(undefined, mount === '' ? undefined : mount);

@@ -4,9 +4,7 @@
 import { type Decision, ipKey, type PolicyInput, SluiceError } from '@sluice/core';
 import { badOption, type HttpLimitOptions, httpLimit, isFunction, own, type PolicyGiven, routeScope, spec } from '@sluice/core/adapter';
 import type { Context, Env } from 'hono';
-import { matchedRoutes } from 'hono/route';
-import type { WSEvents } from 'hono/ws';
-import { clientAddress, type GetIP } from './client.js';
+import { clientAddress, type GetIP, routeOf } from './client.js';
 
 /** The adapter's options that have no meaning for a message: it has no HTTP request or response of its own. */
 const HTTP_ONLY = [
@@ -35,6 +33,12 @@ export type WebSocketLimitOptions<E extends Env = any> = Omit<HttpLimitOptions<C
     /** Where the client's address comes from, as rateLimit() takes it. Default: @hono/node-server's getConnInfo. */
     getIP?: GetIP;
   };
+
+/**
+ * What webSocketLimit reads of upgradeWebSocket's events. Not hono/ws's WSEvents: its declarations need the DOM
+ * lib (CloseEvent), which a Node app's strict TypeScript without skipLibCheck does not have.
+ */
+type MessageEvents = { onMessage?: (event: unknown, ws: { close(code?: number, reason?: string): void }) => void };
 
 const isOnLimited = (v: unknown, n: string): 'close' | 'drop' => (v === 'close' || v === 'drop' ? v : badOption(n, "'close' or 'drop'", v));
 const OWN = { onLimited: spec(isOnLimited, 'close'), getIP: spec<GetIP>(isFunction) };
@@ -72,11 +76,12 @@ export function webSocketLimit<E extends Env = any>(options: WebSocketLimitOptio
   const policy = own(options, 'policy');
   const policyOf = typeof policy === 'function' ? (policy as (c: Context) => PolicyInput | PolicyInput[]) : undefined;
 
-  return <T>(createEvents: (c: Context<E>) => WSEvents<T> | Promise<WSEvents<T>>) =>
-    async function sluiceWebSocketLimit(c: Context<E>): Promise<WSEvents<T>> {
+  // `Events` is upgradeWebSocket's own events type, inferred from where the result goes: it types onMessage's arguments.
+  return <Events>(createEvents: (c: Context<E>) => Events | Promise<Events>) =>
+    async function sluiceWebSocketLimit(c: Context<E>): Promise<Events> {
       const client = key === undefined ? ipKey(ip(c), subnet) : await ofConnection(key, c, 'ERR_SLUICE_KEY', 'key');
       if (typeof client !== 'string' || client === '') throw new SluiceError('ERR_SLUICE_KEY', 'key(c) must return a non-empty string');
-      const route = matchedRoutes(c)[c.req.routeIndex];
+      const route = routeOf(c);
       const charge: { scope: string; policy?: PolicyInput | PolicyInput[]; ip?: string } = {
         scope: scope ?? routeScope('WS', route?.path ?? c.req.path),
       };
@@ -84,7 +89,7 @@ export function webSocketLimit<E extends Env = any>(options: WebSocketLimitOptio
       const address = ip(c);
       if (address !== undefined) charge.ip = address;
       const events = await createEvents(c);
-      const { onMessage } = events;
+      const { onMessage } = events as MessageEvents;
       if (onMessage === undefined) return events;
       let queue: Promise<void> = Promise.resolve();
       let closed = false;
@@ -96,12 +101,12 @@ export function webSocketLimit<E extends Env = any>(options: WebSocketLimitOptio
         closed = true;
         args[1].close(1008, `rate limit "${decision.policy}" exceeded; retry in ${Math.ceil(decision.retryAfterMs / 1000)} s`);
       };
-      return {
-        ...events,
-        onMessage(...args: Parameters<typeof onMessage>) {
+      const limited: MessageEvents = {
+        onMessage(...args) {
           // One after another: a message is decided, and handled, after the one before it.
           queue = queue.then(() => decide(...args)).catch((error: unknown) => console.error(error));
         },
       };
+      return { ...events, ...limited };
     };
 }
