@@ -1,5 +1,5 @@
 // What an app does with the installed tarballs, the same from ESM and CJS: esm.mjs and cjs.cjs load the
-// four packages their own way and pass them in; the frameworks are the consumer project's own.
+// five packages their own way and pass them in; the frameworks are the consumer project's own.
 const { once } = require('node:events');
 const http = require('node:http');
 
@@ -47,6 +47,15 @@ function viaKoa(rateLimit) {
   return twice(http.createServer(app.callback()));
 }
 
+function viaHono(rateLimit) {
+  const { Hono } = require('hono');
+  const { createAdaptorServer } = require('@hono/node-server');
+  const app = new Hono();
+  app.use(rateLimit({ policy: '1/1m' }));
+  app.get('/', (c) => c.text('ok'));
+  return twice(createAdaptorServer({ fetch: app.fetch }));
+}
+
 /** A real decision in Redis through the consumer's own ioredis (REDIS_URL is set for the projects that have one). */
 async function viaRedis(core) {
   const { Redis } = require('ioredis');
@@ -64,7 +73,7 @@ async function viaRedis(core) {
   }
 }
 
-module.exports = async function exercise({ core, express, fastify, koa, resolved }) {
+module.exports = async function exercise({ core, express, fastify, koa, hono, resolved }) {
   const limiter = core.createLimiter({ policy: '2/1m' });
   const memory = [];
   for (let i = 0; i < 3; i++) memory.push((await limiter.consume('k')).allowed);
@@ -78,10 +87,20 @@ module.exports = async function exercise({ core, express, fastify, koa, resolved
     resolved,
     memory,
     refused,
-    exports: [express.rateLimit, express.default, fastify.rateLimit, fastify.default, koa.rateLimit, koa.default].map((f) => typeof f),
+    exports: [
+      express.rateLimit,
+      express.default,
+      fastify.rateLimit,
+      fastify.default,
+      koa.rateLimit,
+      koa.default,
+      hono.rateLimit,
+      hono.default,
+    ].map((f) => typeof f),
     express: await viaExpress(express.rateLimit),
     fastify: await viaFastify(fastify.default),
     koa: await viaKoa(koa.rateLimit),
+    hono: await viaHono(hono.rateLimit),
     redis: process.env.REDIS_URL ? await viaRedis(core) : undefined,
   };
 };

@@ -4,9 +4,11 @@
 import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimitHeaders, SluiceError, type Store } from '@sluice/core';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
+import { rateLimit as honoRateLimit, webSocketLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import Koa from 'koa';
 
 const store: Store = memoryStore({ maxKeys: 1000 });
@@ -49,3 +51,9 @@ koaApp.use(koaRateLimit({ policy: '100/1m', skip: (ctx) => ctx.path === '/health
 koaApp.use((ctx) => {
   ctx.body = `${ctx.state.rateLimit?.remaining ?? 'no'} left`;
 });
+
+export const honoApp = new Hono();
+honoApp.use(honoRateLimit({ policy: '100/1m', key: (c) => c.req.header('x-user') ?? 'anonymous' }));
+honoApp.get('/', (c) => c.text(`${c.var.rateLimit?.remaining ?? 'no'} left`));
+honoApp.get('/peer', honoRateLimit({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.path }), (c) => c.text('ok'));
+export const messages = webSocketLimit({ policy: '20/1s', onLimited: 'drop' });
