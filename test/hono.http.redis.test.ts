@@ -73,6 +73,17 @@ describe("Hono's idioms", () => {
     expect(res.headers.get('ratelimit-policy')).toBe('"2-per-60s";q=2;w=60');
   });
 
+  it('a handler that passes on a fetch() Response (immutable headers) answers it, with the rate-limit headers', async () => {
+    const upstream = new Hono();
+    upstream.get('/', (c) => c.text('from upstream'));
+    const upstreamUrl = await listen(upstream);
+    const app = new Hono();
+    app.get('/', rateLimit({ policy: '2/1m', key: () => 'k' }), () => fetch(upstreamUrl));
+    const res = await fetch(await listen(app));
+    expect([res.status, await res.text()]).toEqual([200, 'from upstream']);
+    expect(res.headers.get('ratelimit')).toMatch(/^"2-per-60s";r=1;t=\d+$/);
+  });
+
   const fails = () => {
     throw new Error('no user');
   };

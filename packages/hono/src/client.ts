@@ -8,6 +8,9 @@ import type { ConnInfo } from 'hono/conninfo';
 import { matchedRoutes } from 'hono/route';
 import type { RouterRoute } from 'hono/types';
 
+/** @hono/node-server's bindings: c.env.outgoing is the request's ServerResponse (absent on a WebSocket upgrade). */
+type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+
 /**
  * Where the client's address comes from, as hono/ip-restriction takes it: a runtime's `getConnInfo`, or a
  * function that returns the address.
@@ -20,12 +23,10 @@ export type GetIP = (c: Context) => ConnInfo | string | undefined;
  */
 export function clientAddress(getIP: GetIP | undefined): (c: Context) => string | undefined {
   if (getIP === undefined) {
+    // Not served by @hono/node-server (no c.env.incoming, where getConnInfo looks): unknown, without its throw.
     return (c) => {
-      try {
-        return getConnInfo(c).remote.address;
-      } catch {
-        return undefined; // no c.env.incoming: not served by @hono/node-server
-      }
+      const env = c.env as (NodeBindings & { server?: NodeBindings }) | undefined;
+      return (env?.server ?? env)?.incoming?.socket === undefined ? undefined : getConnInfo(c).remote.address;
     };
   }
   return (c) => {
@@ -56,9 +57,6 @@ export interface RawEnd {
   readonly destroyed: boolean;
   once(event: 'close' | 'finish', listener: () => void): unknown;
 }
-
-/** @hono/node-server's bindings: c.env.outgoing is the request's ServerResponse (absent on a WebSocket upgrade). */
-type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
 
 /**
  * The response's end, as the kit reads it. Under @hono/node-server, its ServerResponse (c.env.outgoing),

@@ -91,11 +91,31 @@ function sluiceAnswer(limit: Limit): Answer {
     async limited(c, _next, decision) {
       if (onLimited) return onLimited(c, decision);
       const r = await limit.limitedResponse(decision, c);
-      c.res.headers.set('Content-Type', r.contentType);
+      c.header('Content-Type', r.contentType);
       return c.body(r.body, r.status as ContentfulStatusCode);
     },
     property: 'rateLimit',
   };
+}
+
+/** The headers sluice's middlewares set on a request, so far: an inner one (a route's) joins their RateLimit lists. */
+const sent = new WeakMap<Context, Record<string, string>>();
+
+/**
+ * Sets `headers` again on the app's answer when it has none of them: a Response the handler made itself
+ * (`new Response(...)`) carries no c.header(), which Hono merges into its own helpers' (c.json, c.text) only.
+ */
+function onAnswer(c: Context, headers: Record<string, string>): void {
+  const missing = Object.entries(headers).filter(([name]) => !c.res.headers.has(name));
+  if (missing.length === 0) return;
+  try {
+    for (const [name, value] of missing) c.res.headers.set(name, value);
+  } catch {
+    // Immutable headers (a fetch() Response passed on): a copy of the response carries them.
+    const copy = new Headers(c.res.headers);
+    for (const [name, value] of missing) copy.set(name, value);
+    c.res = new Response(c.res.body, { status: c.res.status, statusText: c.res.statusText, headers: copy });
+  }
 }
 
 /** The middleware that decides with `limit` and answers by `answer`. */
@@ -105,13 +125,14 @@ function middleware(limit: Limit, ip: (c: Context) => string | undefined, answer
     const end = responseEnd(c);
     const verdict = await limit.check(c, scopeOf(c), () => ip(c), undefined, end.node ? end.raw : undefined);
     if (verdict === undefined) return next();
-    // A decision already here is an earlier sluice middleware's: join its RateLimit lists.
-    const stacked = c.get(property as never) !== undefined;
     c.set(property as never, verdict.decision as never);
-    const headers = answer.headers(verdict.decision, verdict.headers);
-    // On c.res, not by c.header(): Hono merges c.res's headers into a Response the handler returns itself.
-    const set = c.res.headers;
-    for (const [name, value] of Object.entries(stacked ? stackHeaders(headers, (n) => set.get(n)) : headers)) set.set(name, value);
+    const earlier = sent.get(c);
+    const own = answer.headers(verdict.decision, verdict.headers);
+    const headers = earlier === undefined ? own : { ...earlier, ...stackHeaders(own, (n) => earlier[n]) };
+    sent.set(c, headers);
+    // By c.header(), not on c.res: reading c.res makes Hono wrap the handler's answer again, which costs
+    // @hono/node-server its fast path (the body read back as a stream: about 100 µs of CPU a request).
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
     if (verdict.limited) return answer.limited(c, next, verdict.decision);
     // Hono's functions get the context alone: settle(c), requestWasSuccessful(c).
     limit.track(verdict, c, undefined, end.raw);
@@ -120,6 +141,7 @@ function middleware(limit: Limit, ip: (c: Context) => string | undefined, answer
     } finally {
       end.end();
     }
+    onAnswer(c, headers);
   });
 }
 

@@ -35,7 +35,7 @@ export function shed(options: HonoShedOptions = {}): HonoShed {
   async function inApp(c: Context, next: Next) {
     const end = responseEnd(c);
     if (!(await gate.admit(c, end.raw))) {
-      for (const [name, value] of Object.entries({ ...headers, 'Content-Type': contentType })) c.res.headers.set(name, value);
+      for (const [name, value] of Object.entries({ ...headers, 'Content-Type': contentType })) c.header(name, value);
       return c.body(body, status as ContentfulStatusCode);
     }
     try {
