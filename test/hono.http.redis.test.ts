@@ -73,6 +73,18 @@ describe("Hono's idioms", () => {
     expect(res.headers.get('ratelimit-policy')).toBe('"2-per-60s";q=2;w=60');
   });
 
+  it('onLimited that returns its own Response: it answers, with Retry-After and the rate-limit headers', async () => {
+    const app = new Hono();
+    const onLimited = () => new Response('slow down', { status: 429 });
+    app.get('/', rateLimit({ policy: '1/1m', key: () => 'k', onLimited }), (c) => c.text('ok'));
+    const url = await listen(app);
+    await (await fetch(url)).text();
+    const res = await fetch(url);
+    expect([res.status, await res.text()]).toEqual([429, 'slow down']);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(res.headers.get('ratelimit')).toMatch(/^"1-per-60s";r=0;t=\d+$/);
+  });
+
   it('a handler that passes on a fetch() Response (immutable headers) answers it, with the rate-limit headers', async () => {
     const upstream = new Hono();
     upstream.get('/', (c) => c.text('from upstream'));

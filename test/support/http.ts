@@ -207,7 +207,7 @@ const honoHarness: Harness = {
       Object.assign(c, { headers: Object.fromEntries(c.req.raw.headers) });
       await next();
     });
-    // c.body, not c.json: c.json walks its headers with for...in, which a polluted Object.prototype breaks (issue 24's test).
+    // c.body, not c.json: c.json walks its headers with for...in, which a polluted Object.prototype breaks (a test pollutes it).
     const json = (c: Context, value: unknown, status = 200) => {
       c.res.headers.set('Content-Type', 'application/json');
       return c.body(JSON.stringify(value), status as ContentfulStatusCode);

@@ -102,8 +102,8 @@ function sluiceAnswer(limit: Limit): Answer {
 const sent = new WeakMap<Context, Record<string, string>>();
 
 /**
- * Sets `headers` again on the app's answer when it has none of them: a Response the handler made itself
- * (`new Response(...)`) carries no c.header(), which Hono merges into its own helpers' (c.json, c.text) only.
+ * Sets `headers` again on the answer when it has none of them: a Response made by hand (`new Response(...)`,
+ * by a handler or onLimited) carries no c.header(), which Hono merges into its own helpers' (c.json, c.text) only.
  */
 function onAnswer(c: Context, headers: Record<string, string>): void {
   const missing = Object.entries(headers).filter(([name]) => !c.res.headers.has(name));
@@ -133,7 +133,13 @@ function middleware(limit: Limit, ip: (c: Context) => string | undefined, answer
     // By c.header(), not on c.res: reading c.res makes Hono wrap the handler's answer again, which costs
     // @hono/node-server its fast path (the body read back as a stream: about 100 µs of CPU a request).
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
-    if (verdict.limited) return answer.limited(c, next, verdict.decision);
+    if (verdict.limited) {
+      const limited = await answer.limited(c, next, verdict.decision);
+      if (limited === undefined) return; // hono-rate-limiter's handler called next()
+      c.res = limited;
+      onAnswer(c, headers);
+      return c.res;
+    }
     // Hono's functions get the context alone: settle(c), requestWasSuccessful(c).
     limit.track(verdict, c, undefined, end.raw);
     try {
