@@ -238,6 +238,7 @@ describe("hono-rate-limiter's options sluice cannot honour are refused by name, 
     ],
     ['handler beside a policy of ours', { policy: '5/1m', handler: () => undefined }, /^handler .*onLimited\(c, decision\)/],
     ['keyGenerator beside a policy of ours', { policy: '5/1m', keyGenerator: () => 'k' }, /^keyGenerator .*key\(c\)/],
+    ['limit as a string', { windowMs: 60_000, limit: '5' }, /^limit must be a positive integer/],
     [
       "standardHeaders 'draft-8'",
       { windowMs: 60_000, limit: 5, standardHeaders: 'draft-8' },

@@ -86,6 +86,8 @@ export function honoRateLimiter(options: object): { options: HonoRateLimitOption
   if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs <= 0)
     badOption('windowMs', 'a positive number of ms', windowMs);
   const limit = o.limit ?? DEFAULTS.limit;
+  if (typeof limit !== 'function' && !(Number.isInteger(limit) && (limit as number) > 0))
+    badOption('limit', 'a positive integer, or a function of the context that returns one', limit);
   const policyFor = (n: number): PolicyInput => ({ limit: n, window: windowMs, algorithm: 'fixed-window', start: 'first-hit' });
   const draft = o.standardHeaders ?? 'draft-6';
   if (draft !== 'draft-6' && draft !== 'draft-7' && typeof draft !== 'boolean')
@@ -119,7 +121,8 @@ export function honoRateLimiter(options: object): { options: HonoRateLimitOption
       property,
       headers(decision, kit) {
         // A rule's decision counted nothing: sluice's answer (no rate-limit headers).
-        if (decision.source === 'rule' || mode === false) return decision.source === 'rule' ? kit : {};
+        if (decision.source === 'rule') return kit;
+        if (mode === false) return {};
         const out = rateLimitHeaders(decision, { headers: mode });
         // Retry-After only with the headers on: the seconds to the window's end, as hono-rate-limiter sends it.
         if (!decision.allowed) out['Retry-After'] = String(Math.max(0, Math.ceil(decision.resetMs / 1000)));
