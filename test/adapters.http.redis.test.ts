@@ -4,6 +4,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLimiter, redisStore, type Store } from '@sluice/core';
 import * as sluiceExpress from '@sluice/express';
 import * as sluiceFastify from '@sluice/fastify';
+import * as sluiceHono from '@sluice/hono';
 import * as sluiceKoa from '@sluice/koa';
 import express from 'express';
 import Redis from 'ioredis';
@@ -106,6 +107,7 @@ const modules: Record<FrameworkName, { named: unknown; default: unknown }> = {
   express: { named: sluiceExpress.rateLimit, default: (sluiceExpress as { default?: unknown }).default },
   fastify: { named: (sluiceFastify as { rateLimit?: unknown }).rateLimit, default: sluiceFastify.default },
   koa: { named: sluiceKoa.rateLimit, default: (sluiceKoa as { default?: unknown }).default },
+  hono: { named: sluiceHono.rateLimit, default: (sluiceHono as { default?: unknown }).default },
 };
 
 /** Framework-shaped onLimited that answers 429 JSON { custom: true, policy }. */
@@ -120,6 +122,8 @@ const customOnLimited: Record<FrameworkName, unknown> = {
     ctx.status = 429;
     ctx.body = { custom: true, policy: decision.policy };
   },
+  hono: (c: { json(b: unknown, status: number): Response }, decision: { policy: string }) =>
+    c.json({ custom: true, policy: decision.policy }, 429),
 };
 
 describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {

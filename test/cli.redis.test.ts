@@ -92,8 +92,8 @@ describe('sluice (the built command)', () => {
   });
 
   // Each adapter's counters: app-level under its mount's scope ('*' at an Express or Koa app's root), route-level under 'POST /login'.
-  const appScope = { express: '*', fastify: 'GET /items', koa: '*' } as const;
-  const appCount = { express: 4, fastify: 2, koa: 4 } as const; // Fastify's route options replace the app's
+  const appScope = { express: '*', fastify: 'GET /items', koa: '*', hono: '*' } as const;
+  const appCount = { express: 4, fastify: 2, koa: 4, hono: 4 } as const; // Fastify's route options replace the app's
   describe.each(harnesses)('keys written by $name', (harness) => {
     it("inspects the app-level counter (--scope '*' at an app's root) and the route counters of a client IP, and a reset lets it in again", async () => {
       const [appPrefix, routePrefix] = [uniquePrefix(), uniquePrefix()];

@@ -1,22 +1,26 @@
 // settle, skipFailedRequests / skipSuccessfulRequests and concurrent slots through real HTTP servers
-// (Express, Fastify, Koa) on a real Redis: a streamed response, aborted clients (AbortController), a
+// (Express, Fastify, Koa, Hono) on a real Redis: a streamed response, aborted clients (AbortController), a
 // handler that throws, and express-rate-limit's refund-on-close bug.
 import type { IncomingMessage } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { createAdaptorServer } from '@hono/node-server';
 import { createLimiter, type Limiter, type LimiterEvent, redisStore } from '@sluice/core';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
+import { rateLimit as honoRateLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
+import { type Context, Hono } from 'hono';
+import { stream } from 'hono/streaming';
 import type Redis from 'ioredis';
 import Koa from 'koa';
 import { sleep, type startRedis, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
-type Name = 'express' | 'fastify' | 'koa';
+type Name = 'express' | 'fastify' | 'koa' | 'hono';
 type Options = Record<string, unknown>;
 
 // The adapters count the client 'client' in the scope 'api'.
@@ -60,11 +64,13 @@ const rawOf: Record<Name, (a: never) => IncomingMessage> = {
   express: (req: express.Request) => req,
   fastify: (request: { raw: IncomingMessage }) => request.raw,
   koa: (ctx: Koa.Context) => ctx.req,
+  hono: (c: Context<{ Bindings: { incoming: IncomingMessage } }>) => c.env.incoming,
 };
 const statusOf: Record<Name, (a: never, b: never) => number> = {
   express: (_req: unknown, res: express.Response) => res.statusCode,
   fastify: (_request: unknown, reply: { statusCode: number }) => reply.statusCode,
   koa: (ctx: Koa.Context) => ctx.status,
+  hono: (c: Context) => c.res.status,
 };
 
 interface Running {
@@ -120,6 +126,36 @@ async function serve(name: Name, options: Options): Promise<Running> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
   }
+  if (name === 'hono') {
+    const app = new Hono<{ Bindings: { incoming: IncomingMessage } }>();
+    app.onError((_error, c) => c.json({ ok: false }, 500));
+    app.use(honoRateLimit(options as never));
+    app.get('/ok', (c) => c.json({ ok: true }));
+    app.get('/404', (c) => c.json({ ok: false }, 404));
+    app.get('/throw', () => {
+      throw boom();
+    });
+    app.get('/wait', async (c) => {
+      await wait();
+      return c.json({ ok: true });
+    });
+    app.get('/stream', (c) => {
+      c.header('Content-Type', 'text/plain');
+      return stream(c, async (s) => {
+        for await (const chunk of chunks(c.env.incoming)) await s.write(chunk);
+      });
+    });
+    const server = createAdaptorServer({ fetch: app.fetch });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () =>
+        new Promise((r) => {
+          server.close(() => r());
+          (server as ReturnType<typeof createServer>).closeAllConnections();
+        }),
+    };
+  }
   const app = new Koa();
   app.silent = true;
   app.use(koaRateLimit(options as never));
@@ -167,7 +203,7 @@ beforeAll(async () => {
 });
 afterAll(() => stopRedisWithClient({ server, client }));
 
-describe.each<Name>(['express', 'fastify', 'koa'])('%s: settle, refunds and slots after the response', (name) => {
+describe.each<Name>(['express', 'fastify', 'koa', 'hono'])('%s: settle, refunds and slots after the response', (name) => {
   let app: Running | undefined;
   let limiter: Limiter;
   let events: LimiterEvent[];

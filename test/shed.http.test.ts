@@ -1,21 +1,24 @@
-// shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
-// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; Express's and
-// Koa's also mounted in front of the app, on node:http's request and response.
+// shed() in Express, Fastify, Koa and Hono over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
+// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; each also mounted
+// in front of the app, on node:http's request and response.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
+import { createAdaptorServer, getRequestListener } from '@hono/node-server';
 import { createShedder, type Priority, type Shedder } from '@sluice/core';
 import { shed as expressShed } from '@sluice/express';
 import { shed as fastifyShed, shedGuard as fastifyShedGuard } from '@sluice/fastify';
+import { shed as honoShed } from '@sluice/hono';
 import { shed as koaShed } from '@sluice/koa';
 import { prometheusMetrics } from '@sluice/metrics';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import Koa from 'koa';
 import { Registry } from 'prom-client';
 
-type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front' | 'fastify in front';
+type Framework = 'express' | 'fastify' | 'koa' | 'hono' | 'express in front' | 'koa in front' | 'fastify in front' | 'hono in front';
 /** How shed() is mounted: as the app's middleware, in front of the app on node:http, or both (one gate). */
 type Mount = 'app' | 'front' | 'both';
 
@@ -74,6 +77,22 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
             0,
             '127.0.0.1',
           );
+  } else if (framework.startsWith('hono')) {
+    const app = new Hono();
+    // In front, priority gets node:http's IncomingMessage (mounted both ways, only there: the app's pass admits at once).
+    const guard = honoShed({
+      shedder,
+      priority: (c) => priorityOf(mount === 'app' ? c.req.header('x-priority') : (c as unknown as IncomingMessage).headers['x-priority']),
+    });
+    if (mount !== 'front') app.use(guard);
+    app.get('/slow', async (c) => c.text(await slow()));
+    app.get('/fast', (c) => c.text('ok'));
+    const listener = getRequestListener(app.fetch);
+    server = (
+      mount === 'app'
+        ? createAdaptorServer({ fetch: app.fetch })
+        : createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : listener(req, res))))
+    ).listen(0, '127.0.0.1') as Server;
   } else if (mount === 'front') {
     // Fastify's shedGuard on node:http, through its serverFactory.
     const guard = fastifyShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
@@ -109,7 +128,7 @@ async function until(ok: () => boolean): Promise<void> {
   expect(ok()).toBe(true);
 }
 
-describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa in front', 'fastify in front'])(
+describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front', 'koa in front', 'fastify in front', 'hono in front'])(
   'shed() in %s',
   (framework) => {
     let app: App | undefined;
@@ -120,7 +139,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
     });
 
     test('a priority(req) that throws answers 500 and holds no slot (in front: the documented next)', async () => {
-      // Koa's default error handler logs what reached it; the others' (test mode, no logger) log nothing.
+      // Koa's and Hono's default error handlers log what reached them; the others' (test mode, no logger) log nothing.
       const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
       try {
         const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
@@ -130,7 +149,8 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
         expect(shedder.inFlight).toBe(0);
         expect((await fetch(`${app.url}/fast`)).status).toBe(200);
         const logs = logged.mock.calls.map((args) => args.join(' '));
-        if (framework === 'koa') expect(logs).toEqual([expect.stringContaining('SluiceError: priority(req) threw')]);
+        if (framework === 'koa' || framework === 'hono')
+          expect(logs).toEqual([expect.stringContaining('SluiceError: priority(req) threw')]);
         else expect(logs).toEqual([]);
       } finally {
         logged.mockRestore();
@@ -251,7 +271,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
   },
 );
 
-describe.each<Framework>(['express', 'koa'])('shed() in %s, mounted both in front of the app and in it', (framework) => {
+describe.each<Framework>(['express', 'koa', 'hono'])('shed() in %s, mounted both in front of the app and in it', (framework) => {
   test('one request takes one slot, given back once', async () => {
     const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0, normal: 0 } });
     const app = await start(framework, shedder, true);
