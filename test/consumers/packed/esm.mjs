@@ -8,7 +8,15 @@ import * as graphql from '@sluice/graphql';
 import * as hono from '@sluice/hono';
 import * as koa from '@sluice/koa';
 
-const names = ['@sluice/core', '@sluice/core/adapter', '@sluice/express', '@sluice/fastify', '@sluice/koa', '@sluice/hono', '@sluice/graphql'];
+const names = [
+  '@sluice/core',
+  '@sluice/core/adapter',
+  '@sluice/express',
+  '@sluice/fastify',
+  '@sluice/koa',
+  '@sluice/hono',
+  '@sluice/graphql',
+];
 const resolved = Object.fromEntries(names.map((name) => [name, fileURLToPath(import.meta.resolve(name))]));
 const exercise = createRequire(import.meta.url)('./exercise.cjs');
 console.log(JSON.stringify(await exercise({ core, express, fastify, koa, hono, graphql, resolved })));
