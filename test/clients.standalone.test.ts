@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { createLimiter, type LimiterEvent, redisStore, SluiceError } from '@sluice/core';
 import { CLIENT_KINDS, type TestClient } from './support/clients';
 import { cli, type RedisServer, sleep, startServer, uniquePrefix } from './support/redis';
+import { until } from './support/until';
 
 /** Script calls the server has run since it started (each restart starts it empty). */
 const scriptCalls = async (port: number) =>
@@ -269,8 +270,12 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
     const whileOpen = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
     expect(whileOpen.every((d) => d.source === 'fallback')).toBe(true);
     expect(await scriptCalls(server.port)).toBe(0);
-    await sleep(1600);
-    expect((await limiter.consume('k')).source).toBe('store');
+    // Past the cooldown, a call probes the store and closes the breaker.
+    await until(
+      () => limiter.consume('k'),
+      (d) => d.source === 'store',
+      { withinMs: 10_000, everyMs: 50, what: 'a probe closes the breaker' },
+    );
     expect(events.filter((e) => e.type === 'breaker-close')).toHaveLength(1);
     expect(await scriptCalls(server.port)).toBeGreaterThan(0);
   });
