@@ -66,7 +66,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
     expect(events.filter((e) => e.type === 'store-error')).toEqual([]);
   });
 
-  it('issue 24: boot decides on the store: 20 calls made while a new client connects wait for it, no error, no breaker', async () => {
+  it('boot decides on the store: 20 calls made while a new client connects wait for it, no error, no breaker', async () => {
     // A client still connecting (node-redis: connect() called, not awaited), as in every deploy under traffic.
     const t = await open(false);
     const events: LimiterEvent[] = [];
@@ -84,7 +84,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
     expect((await limiter.peek('k')).remaining).toBe(0);
   });
 
-  it('issue 24: a reconnect decides on the store: calls made while the client reconnects after CLIENT KILL wait for it', async () => {
+  it('a reconnect decides on the store: calls made while the client reconnects after CLIENT KILL wait for it', async () => {
     const t = await open();
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({
@@ -106,7 +106,7 @@ describe.each(CLIENT_KINDS)('$name, standalone', (kind) => {
     expect((await limiter.peek('k')).remaining).toBe(4);
   });
 
-  it('issue 24: boot past the deadline: the fail mode answers, the calls are never sent later, the breaker stays closed', async () => {
+  it('boot past the deadline: the fail mode answers, the calls are never sent later, the breaker stays closed', async () => {
     // A server that accepts connections and answers nothing: the connection is being made, never failed.
     server.pause();
     let t: TestClient;

@@ -1,4 +1,4 @@
-// Every code block of the documentation runs (issue 26): README.md, docs/**/*.md and packages/*/README.md.
+// Every code block of the documentation runs: README.md, docs/**/*.md and packages/*/README.md.
 //
 // The convention, for whoever writes a page:
 //

@@ -1,4 +1,4 @@
-// Issue 26, part 3: under @fastify/rate-limit's spelling, @sluice/fastify behaves as @fastify/rate-limit does.
+// Under @fastify/rate-limit's spelling, @sluice/fastify behaves as @fastify/rate-limit does.
 // Differential: each configuration runs on two real Fastify servers, one with the real @fastify/rate-limit
 // and one with sluice in its place (memory stores), the same request sequence goes to both, and every answer
 // is compared: status, headers (names and values; reset seconds within 1 s), content type and body. The

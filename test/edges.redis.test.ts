@@ -1,4 +1,4 @@
-// Issue 24, item 6: numbers at their edges. A policy's limit, burst, window and lease, a call's cost and
+// Numbers at their edges. A policy's limit, burst, window and lease, a call's cost and
 // delta are bounded at construction (packages/core/src/policy-bounds.ts says why) to what both stores compute
 // exactly and the RateLimit fields carry (RFC 9651 integers: at most 15 digits). At each bound the memory
 // store and the Lua decide alike and exactly; just past it, construction throws ERR_SLUICE_OPTION naming it.
@@ -202,7 +202,7 @@ async function exactTokenBucket(
   return [got, want];
 }
 
-describe('issue 24: numbers at their edges', () => {
+describe('numbers at their edges', () => {
   describe('construction refuses what is past a bound, naming it', () => {
     const O = 'ERR_SLUICE_OPTION';
     const past: Array<[string, () => unknown, RegExp]> = [
