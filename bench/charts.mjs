@@ -205,7 +205,7 @@ function palette(fixed = {}) {
 
 // ---------------------------------------------------------------- the charts
 
-const TARGET = 0.85; // issue 3: sluice on Redis at least this share of the bare app's requests/s
+const TARGET = 0.85; // the target: sluice on Redis at least this share of the bare app's requests/s
 
 /** bench/http.mjs: ratio to the bare app (median of the rounds' ratios, min–max whiskers), per framework. */
 function httpChart(r) {
