@@ -447,7 +447,7 @@ function overloadChart(r) {
   const frameworks = Object.entries(r.frameworks);
   const loads = ['0.5', '1', '2', '4'];
   const colorOf = palette({ none: '#b8321c', sluice: BLUE, 'under-pressure': '#d9a21b' });
-  // Runs before `share` was recorded: the median goodput over the median capacity, no whiskers.
+  // A run whose JSON has no `share`: the median goodput over the median capacity, no whiskers.
   const share = (c, load, f) => c[load]?.share ?? { median: c[load].goodput.median / f.capacity, min: Number.NaN, max: Number.NaN };
   const top = Math.max(
     1.2,

@@ -411,7 +411,8 @@ describe('numbers at their edges', () => {
 
     test('debts charged by adjust on a token bucket of 10000 days: waited out alike, capped, never wrapped into a full bucket', async () => {
       const l = differential({ client, policy: { limit: 1, window: WINDOW_MAX }, start: NOW });
-      // On 878c679, adjust(+10000) was taken, and on Redis a second one wrapped the bucket's instant past 2^63 µs: full again.
+      // Unbounded, adjust(+10000) would be taken, and on Redis a second one would wrap the bucket's instant past
+      // 2^63 µs: full again.
       await expect(l.adjust('k', 10_000)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
       // A debt stops at 10000 days past a full refill (here 2 × 10000 days to a token), however many adjust.
       for (let k = 1; k <= 30; k++) {

@@ -49,7 +49,8 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
       }),
       {
         numRuns: 120,
-        // Found by this property: an id's record lapsing exactly one window later (a test clock's TTL had slack in Redis).
+        // An id's record lapsing exactly one window later (a test clock's TTL with slack in Redis), which this
+        // property catches.
         examples: [
           [
             { limit: 1, window: 1000, algorithm: 'token-bucket' },
