@@ -7,10 +7,7 @@ import base from './jest.config';
 const config: Config = {
   ...base,
   displayName: { name: 'unit', color: 'green' },
-  testMatch: [
-    '<rootDir>/packages/*/src/**/*.test.ts',
-    '<rootDir>/test/@(api-reference|history-free|lua-static|metrics).test.ts',
-  ],
+  testMatch: ['<rootDir>/packages/*/src/**/*.test.ts', '<rootDir>/test/@(api-reference|history-free|lua-static|metrics).test.ts'],
 };
 
 export default config;

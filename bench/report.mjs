@@ -149,7 +149,11 @@ const REPORTS = {
       `${num(r.instructionsPerDecision)} per ${per(r)}`,
       `\`${r.command}\``,
     ]);
-    return [`Run of ${span} UTC, commit ${commits.join(', ')}: the commands below`, '', ...table(['run', 'per call', 'instructions', 'command'], rows)];
+    return [
+      `Run of ${span} UTC, commit ${commits.join(', ')}: the commands below`,
+      '',
+      ...table(['run', 'per call', 'instructions', 'command'], rows),
+    ];
   },
 };
 
