@@ -54,6 +54,24 @@ const REPORTS = {
       `Token bucket over the faster library at 512 in flight, per round: ${spread(ratio, 2)} (target ≥ 2).`,
     ];
   },
+  limiters: () => {
+    const r = read('limiters');
+    if (!r) return undefined;
+    const rows = r.builds.map((b) => [
+      b.commit,
+      ...['one', 'tenInTurn', 'tenMixed'].map((k) => spread(b.cpuUsPerDecision[k], 2)),
+      ...['tenInTurn', 'tenMixed'].map((k) => spread(b.overOne[k], 2)),
+    ]);
+    const head = [
+      'build',
+      'Node CPU µs per decision: 1 limiter',
+      '10 in turn',
+      '10 mixed',
+      '10 in turn / 1 (target ≤ 1.10)',
+      '10 mixed / 1',
+    ];
+    return [stamp(r), '', ...table(head, rows)];
+  },
   http: () => {
     const r = read('http');
     if (!r) return undefined;

@@ -92,7 +92,7 @@ const CHECKS: Check[] = [
   { file: `${CORE}/store.ts`, type: 'PolicyState', in: 'The Store interface' },
   { file: `${CORE}/policy.ts`, type: 'Policy', in: 'The Store interface' },
   { file: `${CORE}/store.ts`, type: 'RuleStore', in: 'The Store interface' },
-  { file: `${CORE}/store.ts`, type: 'RuleSnapshot', in: 'The Store interface' },
+  { file: `${CORE}/store.ts`, type: 'RuleChanges', in: 'The Store interface' },
   { file: 'packages/metrics/src/prometheus.ts', type: 'PrometheusMetricsOptions', in: 'Metrics' },
   { file: 'packages/metrics/src/prometheus.ts', type: 'SluiceMetrics', in: 'Metrics' },
   { file: 'packages/metrics/src/opentelemetry.ts', type: 'OpenTelemetryMetricsOptions', in: 'Metrics' },

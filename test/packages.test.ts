@@ -1,7 +1,9 @@
-// What a user installs: every package packed with `pnpm pack` (from the build that `pnpm test` makes
-// first), its tarball installed with plain `npm install` into fresh npm projects next to ioredis 6, next to
-// ioredis 5, and with no Redis client. In each, an ES module app, a CommonJS app and strict TypeScript
-// (no skipLibCheck; NodeNext as ESM and as CJS, and node10) must work. Fixtures: test/consumers/packed/.
+// What a user installs: every package packed by scripts/pack-packages.mjs (what `pnpm pack:all` runs, here
+// on the build that `pnpm test` makes first), its tarball installed with plain `npm install` into fresh npm
+// projects next to ioredis 6, next to ioredis 5, and with no Redis client. In each, an ES module app, a
+// CommonJS app and strict TypeScript (no skipLibCheck; NodeNext as ESM and as CJS, and node10) must work.
+// And a new app installed with the Express line the script prints, as the README says. Fixtures:
+// test/consumers/packed/.
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -81,20 +83,28 @@ const PROJECTS: Project[] = [
 
 let work: string;
 let redis: RedisServer;
+/** A new app that ran the printed Express line, then readme-app.mjs; then the printed CLI line, then `npx sluice`. */
+let readmeApp: Promise<{ install: Result; app?: Result; cliInstall?: Result; cli?: Result }>;
 const tarballs = new Map<string, string>();
 const installs = new Map<string, Promise<Result>>();
 const checks = new Map<string, Promise<Result>>();
 
-async function pack(pkg: string, into: string): Promise<void> {
-  const cwd = join(root, 'packages', pkg);
-  if (!existsSync(join(cwd, 'dist', 'esm', 'index.js'))) throw new Error(`packages/${pkg} is not built: run pnpm build first`);
-  // The build is already there (pnpm test builds first): ignore-scripts skips `prepack`, which would rebuild
-  // dist/ under the other test files that read it.
-  const out = ok(
-    await run('pnpm', ['pack', '--config.ignore-scripts=true', '--json', '--pack-destination', into], cwd, npmEnv),
-    `pnpm pack ${pkg}`,
-  );
-  tarballs.set(pkg, JSON.parse(out.stdout).filename);
+/** Packs every package into `into` as `pnpm pack:all` does, on the build there is (pnpm test builds first); resolves to what it printed. */
+async function packAll(into: string): Promise<string> {
+  const out = ok(await run(process.execPath, [join(root, 'scripts', 'pack-packages.mjs'), '--into', into], root, npmEnv), 'pack-packages');
+  for (const file of readdirSync(into)) {
+    const pkg = /^sluice-(.+)-\d+\.\d+\.\d+.*\.tgz$/.exec(file)?.[1];
+    if (pkg !== undefined) tarballs.set(pkg, join(into, file));
+  }
+  return out.stdout;
+}
+
+/** The line the pack script prints under `# heading`. */
+function printedLine(printed: string, heading: string): string {
+  const lines = printed.split('\n');
+  const line = lines[lines.indexOf(`# ${heading}`) + 1];
+  if (line === undefined || !line.startsWith('npm install ')) throw new Error(`no npm install line under # ${heading} in:\n${printed}`);
+  return line;
 }
 
 function writeProject(project: Project): string {
@@ -158,8 +168,23 @@ beforeAll(async () => {
   const into = join(work, 'tarballs');
   mkdirSync(into);
   const started = startRedis();
-  await Promise.all(PACKAGES.map((pkg) => pack(pkg, into)));
+  const printed = await packAll(into);
   redis = await started;
+  const readme = join(work, 'readme-app');
+  mkdirSync(readme);
+  writeFileSync(join(readme, 'package.json'), JSON.stringify({ name: 'readme-app', private: true }));
+  cpSync(join(fixtures, 'readme-app.mjs'), join(readme, 'app.mjs'));
+  // The lines as printed; the flags only let npm reuse its cache and stay quiet.
+  const npmLine = (heading: string) =>
+    run('sh', ['-c', `${printedLine(printed, heading)} --prefer-offline --no-audit --no-fund`], readme, npmEnv);
+  readmeApp = (async () => {
+    const install = await npmLine('Express');
+    if (install.code !== 0) return { install };
+    const app = await run(process.execPath, ['app.mjs'], readme, process.env, 60_000);
+    const cliInstall = await npmLine('the sluice command');
+    if (cliInstall.code !== 0) return { install, app, cliInstall };
+    return { install, app, cliInstall, cli: await run('npx', ['--no-install', 'sluice', '--version'], readme, npmEnv, 60_000) };
+  })();
   const cpu = pool(Math.max(2, availableParallelism()));
   for (const project of PROJECTS) {
     const dir = writeProject(project);
@@ -179,7 +204,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all([...checks.values(), ...installs.values()]);
+  await Promise.all([...checks.values(), ...installs.values(), readmeApp]);
   await redis?.stop();
   if (work) rmSync(work, { recursive: true, force: true });
 }, 600_000);
@@ -241,6 +266,22 @@ describe('the packed packages', () => {
     expect(cores).toEqual(['node_modules/@sluice/core']);
     expect(lock.packages['node_modules/@sluice/core'].resolved).toMatch(/^file:/);
   });
+});
+
+describe('installed the way the README says: `pnpm pack:all`, then the line it prints', () => {
+  it('a new Express app installs with the printed Express line and answers 200, then 429', async () => {
+    const { install, app } = await readmeApp;
+    ok(install, 'the printed npm install line');
+    expect(JSON.parse(ok(app as Result, 'node app.mjs').stdout)).toEqual([200, 429]);
+  }, 600_000);
+
+  it('the printed CLI line installs the `sluice` command: npx sluice --version', async () => {
+    const { cliInstall, cli } = await readmeApp;
+    ok(cliInstall as Result, 'the printed npm install line of the CLI');
+    expect(ok(cli as Result, 'npx sluice --version').stdout.trim()).toBe(
+      JSON.parse(readFileSync(join(root, 'packages', 'cli', 'package.json'), 'utf8')).version,
+    );
+  }, 600_000);
 });
 
 describe.each(PROJECTS)('installed with npm into a fresh project: $name', (project) => {

@@ -3,7 +3,8 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ipKey, type PolicyInput } from '@sluice/core';
-import { parseRulesCommand, RULE_COMMANDS, RULES_USAGE, type RulesCommand } from './rules-command.js';
+import { parseRulesCommand, RULE_COMMANDS, RULE_VERBS, RULES_USAGE, type RulesCommand } from './rules-command.js';
+import { unknownWord } from './unknown-word.js';
 
 /** A bad argument: the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {
@@ -93,13 +94,42 @@ function timeoutOf(text: string | undefined): number {
   return Math.max(1, Math.round(ms));
 }
 
+/** Every command, as typed after `sluice`. */
+export const COMMANDS: readonly string[] = [
+  'inspect',
+  'reset',
+  ...Object.entries(RULE_VERBS).flatMap(([first, verbs]) => verbs.map((verb) => `${first} ${verb}`)),
+];
+
+/** The options, as parseArgs reads them. */
+const OPTIONS = {
+  redis: { type: 'string' },
+  prefix: { type: 'string' },
+  policy: { type: 'string', multiple: true },
+  scope: { type: 'string' },
+  shards: { type: 'string' },
+  cluster: { type: 'boolean' },
+  ip: { type: 'boolean' },
+  timeout: { type: 'string' },
+  ttl: { type: 'string' },
+  reason: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+/** Every option, as typed: '--redis', ... */
+export const OPTION_NAMES: readonly string[] = Object.keys(OPTIONS).map((name) => `--${name}`);
+
 /** Parses argv (without node and the script) and the environment. Throws UsageError. */
 export function parseCommand(argv: readonly string[], env: Record<string, string | undefined>): Command {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0] as string);
+    const { code, message } = error as Error & { code?: string };
+    const option = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(message)?.[1] : undefined;
+    throw new UsageError(option === undefined ? (message.split('\n')[0] as string) : unknownWord('option', option, OPTION_NAMES, ''));
   }
   const { values, positionals } = parsed;
   if (values.help) return { command: 'help' };
@@ -120,11 +150,9 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
       (m) => new UsageError(m),
     );
   }
-  const known = 'inspect, reset, override, deny, allow or rules';
+  const known = ['inspect', 'reset', ...RULE_COMMANDS];
   if (command !== 'inspect' && command !== 'reset') {
-    throw new UsageError(
-      command === undefined ? `a command is required: ${known}` : `unknown command ${JSON.stringify(command)}: ${known}`,
-    );
+    throw new UsageError(command === undefined ? `a command is required: ${known.join(', ')}` : unknownWord('command', command, known));
   }
   if (key === undefined || key === '') throw new UsageError(`${command} needs a KEY`);
   if (extra.length > 0) throw new UsageError(`one KEY only, got ${positionals.length - 1} (quote a key with spaces)`);
@@ -168,24 +196,5 @@ function redisUrlOf(redisUrl: string | undefined): string {
 }
 
 function parse(argv: readonly string[]) {
-  return parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    strict: true,
-    options: {
-      redis: { type: 'string' },
-      prefix: { type: 'string' },
-      policy: { type: 'string', multiple: true },
-      scope: { type: 'string' },
-      shards: { type: 'string' },
-      cluster: { type: 'boolean' },
-      ip: { type: 'boolean' },
-      timeout: { type: 'string' },
-      ttl: { type: 'string' },
-      reason: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-  });
+  return parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: OPTIONS });
 }

@@ -12,6 +12,7 @@
 // minute or 3 refreshes): a rule under a prefix no app reads is in force nowhere.
 import { createRules, memoryStore, type PolicyInput, type Rule, type RuleKind, type Rules, redisStore, type Store } from '@sluice/core';
 import type { Cluster, Redis } from 'ioredis';
+import { unknownWord } from './unknown-word.js';
 
 /** A rules command, parsed. */
 export interface RulesCommand {
@@ -33,8 +34,11 @@ export interface RulesCommand {
   timeoutMs: number;
 }
 
+/** The rules commands: each first word, and the words that may follow it. */
+export const RULE_VERBS = { override: ['set', 'clear'], deny: ['add'], allow: ['add'], rules: ['list', 'remove'] } as const;
+
 /** The first words of each rules command. */
-export const RULE_COMMANDS = ['override', 'deny', 'allow', 'rules'] as const;
+export const RULE_COMMANDS = Object.keys(RULE_VERBS) as Array<keyof typeof RULE_VERBS>;
 
 export const RULES_USAGE = `
   override set KEY POLICY...   KEY gets POLICY (one or several) instead of the app's, on every process
@@ -94,12 +98,14 @@ export function parseRulesCommand(
     need(2, 'KIND and PATTERN');
     const kind = rest[0] as RuleKind;
     if (kind !== 'override' && kind !== 'deny' && kind !== 'allow')
-      throw usage(`rules remove KIND must be override, deny or allow, got ${JSON.stringify(kind)}`);
+      throw usage(unknownWord('rules remove KIND', kind, ['override', 'deny', 'allow'], 'override, deny or allow'));
     if (rest.length > 2) throw usage('rules remove takes one KIND and one PATTERN');
     return { ...base, command: 'rules', action: 'remove', kind, patterns: [rest[1] as string] };
   }
-  const verbs = first === 'override' ? 'set or clear' : first === 'rules' ? 'list or remove' : 'add';
-  throw usage(verb === undefined ? `${first} needs ${verbs}` : `unknown ${first} command ${JSON.stringify(verb)}: ${verbs}`);
+  const verbs: readonly string[] = RULE_VERBS[first as keyof typeof RULE_VERBS];
+  throw usage(
+    verb === undefined ? `${first} needs ${verbs.join(' or ')}` : unknownWord(`${first} command`, verb, verbs, verbs.join(' or ')),
+  );
 }
 
 /** One rule as a line of `rules list`. */

@@ -29,8 +29,10 @@ export function banSettings(v: unknown, n: string): { after: number; withinMs: n
   if (v === null || typeof v !== 'object') badOption(n, "an object such as { after: 10, within: '1m', for: '15m' }", v);
   checkNames(v, ['after', 'within', 'for'], 'a ban option', `${n}.`);
   const b = ownCopy(v);
-  if (b.after === undefined || b.within === undefined || b.for === undefined) {
-    badOption(n, "an object with after, within and for, such as { after: 10, within: '1m', for: '15m' }", v);
+  const missing = ['after', 'within', 'for'].filter((field) => b[field] === undefined);
+  if (missing.length > 0) {
+    const names = missing.join(' and ');
+    badOption(n, "an object with after, within and for, such as { after: 10, within: '1m', for: '15m' }", v, `${names} missing`);
   }
   return {
     after: isPositiveInteger(b.after, `${n}.after`),

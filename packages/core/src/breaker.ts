@@ -19,40 +19,55 @@ export function createBreaker(
   cooldownMs: number,
   onChange: (open: boolean, error: Error | undefined, openForMs: number) => void,
 ): Breaker {
-  let consecutive = 0;
-  let openedAt = 0;
-  let openUntil = 0; // 0 while closed
-  let probing = false;
-  return {
-    allow(now) {
-      if (openUntil === 0) return true;
-      if (now < openUntil || probing) return false;
-      probing = true;
-      return true;
-    },
-    success(clock) {
-      consecutive = 0;
-      if (openUntil === 0) return;
-      openUntil = 0;
-      probing = false;
-      onChange(false, undefined, clock() - openedAt);
-    },
-    failure(now, error) {
-      consecutive++;
-      // Calls that were in flight when it opened fail late; only a failed probe re-opens it.
-      if (openUntil === 0 ? consecutive < failures : !probing) return;
-      if (openUntil === 0) {
-        openedAt = now;
-        onChange(true, error, 0);
-      }
-      openUntil = now + cooldownMs;
-      probing = false;
-    },
-    unanswered() {
-      probing = false;
-    },
-    retryIn: (now) => (openUntil > now ? openUntil - now : cooldownMs),
-  };
+  return new CircuitBreaker(failures, cooldownMs, onChange);
+}
+
+/** A class rather than closures: its methods are on every decision's path, whichever limiter asks (bench/limiters.mjs). */
+class CircuitBreaker implements Breaker {
+  private consecutive = 0;
+  private openedAt = 0;
+  private openUntil = 0; // 0 while closed
+  private probing = false;
+  constructor(
+    private readonly failures: number,
+    private readonly cooldownMs: number,
+    private readonly onChange: (open: boolean, error: Error | undefined, openForMs: number) => void,
+  ) {}
+
+  allow(now: number): boolean {
+    if (this.openUntil === 0) return true;
+    if (now < this.openUntil || this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  success(clock: () => number): void {
+    this.consecutive = 0;
+    if (this.openUntil === 0) return;
+    this.openUntil = 0;
+    this.probing = false;
+    this.onChange(false, undefined, clock() - this.openedAt);
+  }
+
+  failure(now: number, error: Error): void {
+    this.consecutive++;
+    // Calls that were in flight when it opened fail late; only a failed probe re-opens it.
+    if (this.openUntil === 0 ? this.consecutive < this.failures : !this.probing) return;
+    if (this.openUntil === 0) {
+      this.openedAt = now;
+      this.onChange(true, error, 0);
+    }
+    this.openUntil = now + this.cooldownMs;
+    this.probing = false;
+  }
+
+  unanswered(): void {
+    this.probing = false;
+  }
+
+  retryIn(now: number): number {
+    return this.openUntil > now ? this.openUntil - now : this.cooldownMs;
+  }
 }
 
 /** A limiter on a shared breaker: the prefix its events name, and its onEvent. */

@@ -1,9 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { type Call, createDeadlines, type Settle } from './deadlines.js';
-
-type Watch = ReturnType<typeof createDeadlines>;
+import { type Call, Deadlines, type Settle } from './deadlines.js';
 
 /** A Call from a callback, its time up `ms` from now. */
 const callOf = <T>(ms: number, settled: Settle<T>): Call<T> => ({
@@ -14,18 +12,18 @@ const callOf = <T>(ms: number, settled: Settle<T>): Call<T> => ({
   settled,
 });
 
-/** Watches `promise` under `watch`: its outcome goes to the callback the deadline returned, as a store's does. */
-function watchPromise<T>(watch: Watch, ms: number, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {
-  const answer = watch<T>(callOf(ms, done));
+/** Watches `promise` under `watched`: its outcome goes to the callback the deadline returned, as a store's does. */
+function watchPromise<T>(watched: Deadlines, ms: number, promise: Promise<T>, done: (error: unknown, value?: T) => void): void {
+  const answer = watched.watch<T>(callOf(ms, done));
   promise.then((value) => answer(undefined, value), answer);
 }
 
 /** The deadlines as a function from a promise to a promise, for these tests. */
 function deadlines(ms: number) {
-  const watch = createDeadlines(ms, () => new Error('timed out'));
+  const watched = new Deadlines(ms, () => new Error('timed out'));
   return <T>(promise: Promise<T>) =>
     new Promise<T>((resolve, reject) =>
-      watchPromise(watch, ms, promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))),
+      watchPromise(watched, ms, promise, (error, value) => (error === undefined ? resolve(value as T) : reject(error))),
     );
 }
 
@@ -38,7 +36,7 @@ function manual<T>() {
   return { promise, resolve };
 }
 
-describe('createDeadlines', () => {
+describe('Deadlines', () => {
   it('passes values and errors through, and fails calls past their deadline, in order', async () => {
     const within = deadlines(40);
     await expect(within(Promise.resolve(7))).resolves.toBe(7);
@@ -67,12 +65,12 @@ describe('createDeadlines', () => {
   });
 
   it('answers each call exactly once', async () => {
-    const watch = createDeadlines(10, () => new Error('timed out'));
+    const watched = new Deadlines(10, () => new Error('timed out'));
     const calls: unknown[][] = [[], [], []];
     const slow = manual<string>();
-    watchPromise(watch, 10, Promise.resolve(1), (...args) => calls[0]?.push(args));
-    watchPromise(watch, 10, Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
-    watchPromise(watch, 10, slow.promise, (...args) => calls[2]?.push(args));
+    watchPromise(watched, 10, Promise.resolve(1), (...args) => calls[0]?.push(args));
+    watchPromise(watched, 10, Promise.reject(new Error('boom')), (...args) => calls[1]?.push(args));
+    watchPromise(watched, 10, slow.promise, (...args) => calls[2]?.push(args));
     while (calls[2]?.length === 0) await later(5, null);
     slow.resolve('late'); // a reply after its deadline's answer is not a second answer
     await later(5, null);

@@ -15,9 +15,6 @@ export interface Call<T = never> {
   settled(error: unknown, value?: T): void;
 }
 
-/** Starts a call's deadline (its `at`) and returns the callback its answer goes to, which passes on only a first answer. */
-export type Watch = <T>(call: Call<T>) => Settle<T>;
-
 /** How a watched call ends: with its value, its error, or the deadline's error; exactly once. */
 export type Settle<T> = (error: unknown, value?: T) => void;
 
@@ -27,61 +24,67 @@ export type Settle<T> = (error: unknown, value?: T) => void;
  * list that a call leaves as soon as it settles, so nothing is held past its answer. A call whose time
  * is up fails only after the event loop's next poll for I/O, so that a reply which arrived while a busy
  * process was late to its timers still counts. Callbacks rather than a promise per call: this is on
- * every decision's path.
- * @example const watch = createDeadlines(50, () => new Error('timed out')); store.decideWith(r, watch(call)); // call: a Call, its `at` set
+ * every decision's path; and a class rather than closures, so that every limiter's deadlines run the
+ * same code (bench/limiters.mjs).
+ * @example const deadlines = new Deadlines(50, () => new Error('timed out')); store.decideWith(r, deadlines.watch(call)); // call: a Call, its `at` set
  */
-export function createDeadlines(ms: number, timedOut: () => Error): Watch {
-  let head: Call | undefined;
-  let tail: Call | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+export class Deadlines {
+  private head: Call | undefined = undefined;
+  private tail: Call | undefined = undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
 
-  function unlink(call: Call): void {
-    if (call.prev === undefined) head = call.next;
+  constructor(
+    private readonly ms: number,
+    private readonly timedOut: () => Error,
+  ) {}
+
+  /** Starts a call's deadline (its `at`) and returns the callback its answer goes to, which passes on only a first answer. */
+  watch<T>(call: Call<T>): Settle<T> {
+    call.prev = this.tail;
+    if (this.tail === undefined) this.head = call;
+    else this.tail.next = call;
+    this.tail = call;
+    if (this.timer === undefined) this.timer = setTimeout(this.fire, this.ms);
+    return (error, value) => {
+      if (this.settle(call)) call.settled(error, value);
+    };
+  }
+
+  private unlink(call: Call): void {
+    if (call.prev === undefined) this.head = call.next;
     else call.prev.next = call.next;
-    if (call.next === undefined) tail = call.prev;
+    if (call.next === undefined) this.tail = call.prev;
     else call.next.prev = call.prev;
     call.prev = call.next = undefined;
   }
 
-  function fire(): void {
-    timer = undefined;
+  private readonly fire = (): void => {
+    this.timer = undefined;
     const now = performance.now();
     const due: Call[] = [];
-    while (head !== undefined && head.at <= now) {
-      const call = head;
-      unlink(call);
+    while (this.head !== undefined && this.head.at <= now) {
+      const call = this.head;
+      this.unlink(call);
       call.state = 'due';
       due.push(call);
     }
-    if (head !== undefined) timer = setTimeout(fire, Math.max(1, head.at - now));
+    if (this.head !== undefined) this.timer = setTimeout(this.fire, Math.max(1, this.head.at - now));
     if (due.length > 0) {
       setImmediate(() => {
-        for (const call of due) if (settle(call)) call.settled(timedOut());
+        for (const call of due) if (this.settle(call)) call.settled(this.timedOut());
       });
     }
-  }
+  };
 
   /** True for the first answer of a call still waiting or due; the call leaves the list. */
-  function settle(call: Call): boolean {
+  private settle(call: Call): boolean {
     if (call.state === 'settled') return false;
-    if (call.state === 'waiting') unlink(call);
+    if (call.state === 'waiting') this.unlink(call);
     call.state = 'settled';
-    if (head === undefined && timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
+    if (this.head === undefined && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
     }
     return true;
   }
-
-  /** Starts a call's deadline and returns the callback its answer goes to, which passes on only a first answer. */
-  return function watch<T>(call: Call<T>): Settle<T> {
-    call.prev = tail;
-    if (tail === undefined) head = call;
-    else tail.next = call;
-    tail = call;
-    if (timer === undefined) timer = setTimeout(fire, ms);
-    return (error, value) => {
-      if (settle(call)) call.settled(error, value);
-    };
-  };
 }

@@ -28,72 +28,75 @@ export interface ShardStages {
 
 const ignore = () => {};
 
-/** One shard's decision: the deny cache's, the store's, or the fail mode's. Not async: one promise per call. */
-export function createDecideShard(s: ShardStages): (attempt: Attempt, shard: number) => Promise<Decision> {
-  /**
-   * One shard's store call: the request itself, and its listener (store-call.ts), whose answer settles
-   * the decision's promise. One object per call, with methods rather than closures, since it is on every
-   * decision's path: three closures and two objects fewer per consume cut the limiter's own Node CPU by
-   * a fifth (bench/lab/consume-cpu.mjs).
-   */
-  class StoreAsk implements StoreRequest, StoreListener {
-    readonly keys: readonly string[];
-    readonly policies: readonly Policy[];
-    readonly cost: number;
-    readonly peek: boolean;
-    readonly slot: string | undefined;
-    readonly idTtlMs: number | undefined;
-    resolve: (d: Decision | Promise<Decision>) => void = ignore;
-    reject: (e: unknown) => void = ignore;
-    constructor(
-      readonly attempt: Attempt,
-      readonly shard: number,
-      tag: string,
-      readonly denied: string,
-      readonly now: number,
-    ) {
-      const { set } = attempt;
-      this.policies = set.shards.policies[shard] as readonly Policy[];
-      this.keys = requestKeys(s.prefix, tag, this.policies, attempt.id);
-      this.cost = attempt.cost;
-      this.peek = attempt.peek;
-      this.slot = set.hasSlots && !attempt.peek ? attempt.slot : undefined;
-      this.idTtlMs = attempt.id !== undefined ? set.idTtlMs : undefined;
-    }
+/**
+ * One shard's store call: the request itself, and its listener (store-call.ts), whose answer settles
+ * the decision's promise. One object per call, with methods rather than closures, since it is on every
+ * decision's path: three closures and two objects fewer per consume cut the limiter's own Node CPU by
+ * a fifth (bench/lab/consume-cpu.mjs). Declared once for every limiter, its stages a field: a class per
+ * limiter gives each limiter's objects a shape of their own, and the code they all run through slows
+ * down once it has seen a few (bench/limiters.mjs).
+ */
+class StoreAsk implements StoreRequest, StoreListener {
+  readonly keys: readonly string[];
+  readonly policies: readonly Policy[];
+  readonly cost: number;
+  readonly peek: boolean;
+  readonly slot: string | undefined;
+  readonly idTtlMs: number | undefined;
+  resolve: (d: Decision | Promise<Decision>) => void = ignore;
+  reject: (e: unknown) => void = ignore;
+  constructor(
+    readonly stages: ShardStages,
+    readonly attempt: Attempt,
+    readonly shard: number,
+    tag: string,
+    readonly denied: string,
+    readonly now: number,
+  ) {
+    const { set } = attempt;
+    this.policies = set.shards.policies[shard] as readonly Policy[];
+    this.keys = requestKeys(stages.prefix, tag, this.policies, attempt.id);
+    this.cost = attempt.cost;
+    this.peek = attempt.peek;
+    this.slot = set.hasSlots && !attempt.peek ? attempt.slot : undefined;
+    this.idTtlMs = attempt.id !== undefined ? set.idTtlMs : undefined;
+  }
 
-    answered(error: Error | undefined, reply: StoreReply | undefined, latencyMs: number): void {
-      const { attempt } = this;
-      if (reply === undefined) {
-        s.reportError(attempt.key, error, latencyMs);
-        this.resolve(s.withoutStore(attempt));
-        return;
-      }
-      try {
-        this.resolve(this.decision(reply));
-      } catch (e) {
-        // A reply that cannot be read: the caller hears of it rather than waiting forever.
-        this.reject(e);
-      }
+  answered(error: Error | undefined, reply: StoreReply | undefined, latencyMs: number): void {
+    const { attempt, stages: s } = this;
+    if (reply === undefined) {
+      s.reportError(attempt.key, error, latencyMs);
+      this.resolve(s.withoutStore(attempt));
+      return;
     }
-
-    decision(reply: StoreReply): Decision {
-      const { attempt, shard } = this;
-      const { shards, policies } = attempt.set;
-      const decision = s.hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, this.keys);
-      if (reply.allowed && !attempt.peek) decision.adjust = s.adjustOf(attempt, shard);
-      // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
-      if (s.denyCache && !reply.allowed && !attempt.peek)
-        s.denyCache.set(this.denied, attempt.cost, decision, this.now, replyRetryMs(reply));
-      return attempt.final ? s.finish(attempt.key, decision) : decision;
+    try {
+      this.resolve(this.decision(reply));
+    } catch (e) {
+      // A reply that cannot be read: the caller hears of it rather than waiting forever.
+      this.reject(e);
     }
   }
-  /** The StoreAsk whose promise is being made: the executor below, one for every call, takes its resolvers. */
-  let asking: StoreAsk | undefined;
-  const takeResolvers = (resolve: StoreAsk['resolve'], reject: StoreAsk['reject']) => {
-    (asking as StoreAsk).resolve = resolve;
-    (asking as StoreAsk).reject = reject;
-  };
 
+  decision(reply: StoreReply): Decision {
+    const { attempt, shard, stages: s } = this;
+    const { shards, policies } = attempt.set;
+    const decision = s.hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, this.keys);
+    if (reply.allowed && !attempt.peek) decision.adjust = s.adjustOf(attempt, shard);
+    // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
+    if (s.denyCache && !reply.allowed && !attempt.peek) s.denyCache.set(this.denied, attempt.cost, decision, this.now, replyRetryMs(reply));
+    return attempt.final ? s.finish(attempt.key, decision) : decision;
+  }
+}
+
+/** The StoreAsk whose promise is being made: the executor below, one for every call, takes its resolvers. */
+let asking: StoreAsk | undefined;
+const takeResolvers = (resolve: StoreAsk['resolve'], reject: StoreAsk['reject']) => {
+  (asking as StoreAsk).resolve = resolve;
+  (asking as StoreAsk).reject = reject;
+};
+
+/** One shard's decision: the deny cache's, the store's, or the fail mode's. Not async: one promise per call. */
+export function createDecideShard(s: ShardStages): (attempt: Attempt, shard: number) => Promise<Decision> {
   return function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
     const { set } = attempt;
     const { shards } = set;
@@ -106,7 +109,7 @@ export function createDecideShard(s: ShardStages): (attempt: Attempt, shard: num
       if (cached) return Promise.resolve(attempt.final ? s.finish(attempt.key, cached) : cached);
     }
     if (!s.storeCall.allow(now)) return s.withoutStore(attempt);
-    const ask = new StoreAsk(attempt, shard, tag, denied, now);
+    const ask = new StoreAsk(s, attempt, shard, tag, denied, now);
     asking = ask;
     const decision = new Promise<Decision>(takeResolvers);
     asking = undefined;

@@ -21,7 +21,15 @@ function toMs(input: unknown): number | undefined {
  */
 export function parseDuration(input: unknown, option = 'duration'): number {
   const ms = toMs(input);
-  if (ms === undefined || ms <= 0) badOption(option, "a positive number of ms or a string like '500ms', '1s', '15m', '1h', '1d'", input);
+  if (ms === undefined || ms <= 0) {
+    const meant = typeof input === 'string' ? spelledOut(input) : undefined;
+    badOption(
+      option,
+      "a positive number of ms or a string like '500ms', '1s', '15m', '1h', '1d'",
+      input,
+      meant && `did you mean '${meant}'?`,
+    );
+  }
   return ms;
 }
 
@@ -34,6 +42,22 @@ export function parseMaxWait(input: unknown, option: string): number {
   const ms = toMs(input);
   if (ms === undefined || ms < 0) badOption(option, "0 or a duration: a positive number of ms or a string like '500ms', '5s', '1m'", input);
   return ms;
+}
+
+/** Units written as words ('min', 'secs', 'hours'), each with the unit a duration spells it as. */
+const WORD_UNITS: Array<[RegExp, keyof typeof UNIT_MS]> = [
+  [/^(msecs?|millis(econds?)?)$/, 'ms'],
+  [/^(secs?|seconds?)$/, 's'],
+  [/^(mins?|minutes?)$/, 'm'],
+  [/^(hrs?|hours?)$/, 'h'],
+  [/^days?$/, 'd'],
+];
+
+/** '10min' spelt as a duration ('10m'), when its unit is a word for one; else undefined. */
+function spelledOut(input: string): string | undefined {
+  const m = /^(\d+(?:\.\d+)?)?\s*([a-z]+)$/i.exec(input.trim());
+  const unit = m && WORD_UNITS.find(([word]) => word.test((m[2] as string).toLowerCase()))?.[1];
+  return unit ? `${m[1] ?? ''}${unit}` : undefined;
 }
 
 /** Formats ms the way policy names show them: whole seconds as '60s', anything else as '500ms'. */

@@ -1,5 +1,5 @@
 // The store's view of an ioredis 5/6 or iovalkey client (redis-clients.ts tells the clients apart).
-import { type Emitter, follow } from './connection.js';
+import { downBecause, type Emitter, follow } from './connection.js';
 import type { AnyFn, IoredisClient, ScriptClient } from './redis-clients.js';
 
 /** ioredis statuses of a connection being made: 'wait' (lazyConnect, not asked yet), then the others in turn. */
@@ -25,7 +25,7 @@ export function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => bo
       if (status === 'ready') return undefined;
       // lazyConnect: the first command would connect; the store's calls wait for it instead.
       if (status === 'wait') client.connect().catch(() => {});
-      return `Redis connection is ${status}`;
+      return downBecause(`Redis connection is ${status}`, connection);
     },
     connecting: () => !connection.failing && CONNECTING.has(client.status),
     whenSettled: (settled) => void connection.waiters.push(settled),

@@ -18,6 +18,7 @@ import {
   spec,
 } from './options.js';
 import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy.js';
+import { looksLikeClient } from './redis-clients.js';
 import { type Rules, rulesInside } from './rules.js';
 import type { Store } from './store.js';
 
@@ -114,6 +115,8 @@ const DENY_CACHE_KEYS = 10_000;
 const BREAKER = { failures: 5, cooldown: 500 };
 
 function isStore(v: unknown, n: string): Store {
+  if (looksLikeClient(v))
+    throw new SluiceError('ERR_SLUICE_OPTION', `${n} must be a Store, got a Redis client: wrap it, redisStore({ client })`);
   if (v === null || typeof v !== 'object' || typeof (v as Store).decide !== 'function') {
     badOption(n, 'a Store, such as memoryStore() or redisStore({ client })', v);
   }
@@ -196,6 +199,9 @@ export interface ResolvedLimiterOptions extends Omit<Resolved<typeof LIMITER_OPT
   testClock: boolean;
 }
 
+/** The default clock: one function for every limiter, so that code calling it sees one (bench/limiters.mjs). */
+const monotonicMs = (): number => performance.now();
+
 /** The limiter options, validated, defaults applied. Throws naming the option and what is allowed. */
 export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterOptions {
   if (options === null || typeof options !== 'object') badOption('options', 'an object', options);
@@ -218,7 +224,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     ...o,
     store: o.store ?? memoryStore(),
     ownStore: o.store === undefined,
-    clock: o.clock ?? (() => performance.now()),
+    clock: o.clock ?? monotonicMs,
     testClock: o.clock !== undefined,
   };
 }

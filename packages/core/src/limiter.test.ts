@@ -185,6 +185,29 @@ describe('clear refusals (issue 12)', () => {
     );
   });
 
+  test.each([
+    ['10/1min', /policy\.window must be .*, got "1min" \(did you mean '1m'\?\)/],
+    ['5/15mins', /did you mean '15m'\?/],
+    ['1/hour', /did you mean 'h'\?/],
+    [{ limit: 5, window: '2 secs' }, /policy\.window must be .*\(did you mean '2s'\?\)/],
+  ])('a window whose unit is a word, %j, suggests the unit sluice spells', (policy, message) => {
+    expect(() => createLimiter({ policy: policy as never })).toThrow(message);
+  });
+
+  test('a ban missing a field names the field', () => {
+    expect(() => createLimiter({ policy: '1/s', ban: { after: 3 } as never })).toThrow(
+      /ban must be an object with .*\(within and for missing\)/,
+    );
+  });
+
+  test('a Redis client given as the store says to wrap it in redisStore({ client })', () => {
+    // The shape redisStore() takes from ioredis: a client, not a Store.
+    const client = { status: 'ready', evalsha: async () => [], eval: async () => [], on() {} };
+    expect(() => createLimiter({ policy: '1/s', store: client as never })).toThrow(
+      'store must be a Store, got a Redis client: wrap it, redisStore({ client })',
+    );
+  });
+
   test('an empty key is refused: it would count every such caller in one bucket', async () => {
     const l = createLimiter({ policy: '3/1m' });
     await expect(l.consume('')).rejects.toMatchObject({ code: 'ERR_SLUICE_KEY' });

@@ -1,5 +1,5 @@
 // The store's view of a node-redis 4/5 client (redis-clients.ts tells the clients apart).
-import { type Emitter, follow } from './connection.js';
+import { downBecause, type Emitter, follow } from './connection.js';
 import type { AnyFn, Loose, NodeRedisClient, ScriptClient } from './redis-clients.js';
 
 interface NodeRedisSlots {
@@ -42,7 +42,7 @@ export function nodeRedis(client: NodeRedisClient): ScriptClient {
       // node-redis queues a command sent while the socket is down (or before connect() finished) and
       // writes it once its reconnect strategy gets through: refuse it here instead.
       if (!client.isOpen) return 'the node-redis client is not open (call client.connect())';
-      if (!cluster) return client.isReady === true ? undefined : 'the node-redis client is reconnecting';
+      if (!cluster) return client.isReady === true ? undefined : downBecause('the node-redis client is reconnecting', connection);
       if (slot === undefined) return undefined;
       if (discovering()) return 'the node-redis Cluster is still finding its nodes (connect() has not resolved)';
       const node = slots.slots?.[slot]?.master?.client;
