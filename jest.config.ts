@@ -9,10 +9,17 @@ const config: Config = {
     '^.+\\.c?ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
     // The Redis harness is plain ESM shared with bench/ (test/support/redis-harness.mjs): compiled to CommonJS like the tests.
     '^.+\\.mjs$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } }],
+    // Mercurius requires @fastify/static, which requires content-disposition 3, an ES module: Node 20.19+
+    // requires it natively, Jest's module system does not, so it is compiled to CommonJS too.
+    '/content-disposition/.+\\.js$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } },
+    ],
   },
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/content-disposition@[^/]+/node_modules/)?content-disposition/)'],
   moduleNameMapper: {
     '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
-    '^@sluice/(core|express|fastify|koa|metrics|cli)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@sluice/(core|express|fastify|koa|metrics|cli|graphql)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // @sluice/metrics imports its .cts source (src/peer.cts) by the name of its output, './peer.cjs'.
     '^\\./peer\\.cjs$': './peer.cts',

@@ -12,7 +12,7 @@ import { type RedisServer, startRedis } from './support/redis';
 
 const root = resolve(__dirname, '..');
 const fixtures = join(__dirname, 'consumers', 'packed');
-const PACKAGES = ['core', 'express', 'fastify', 'koa'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'graphql'];
 const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
 
 interface Result {
@@ -302,7 +302,7 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
     ['esm', 'an ES module app imports'],
     ['cjs', 'a CommonJS app requires'],
   ])(
-    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify and Koa',
+    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify and Koa; builds the GraphQL plugins',
     async (build) => {
       const out = JSON.parse(ok(await check(build), `node ${build}`).stdout);
       for (const [specifier, file] of Object.entries(out.resolved as Record<string, string>)) {
@@ -319,6 +319,7 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
       for (const framework of ['express', 'fastify', 'koa']) {
         expect(out[framework]).toEqual({ statuses: [200, 429], policy: '"1-per-60s";q=1;w=60' });
       }
+      expect(out.graphql).toEqual({ plugins: ['function', 'function', 'function'], directives: true, refused: 'ERR_SLUICE_OPTION' });
       if (project.ioredis) expect(out.redis).toEqual({ allowed: [true, false], sources: ['store', 'store'] });
       else expect(out.redis).toBeUndefined();
     },

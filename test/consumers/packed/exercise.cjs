@@ -1,5 +1,5 @@
 // What an app does with the installed tarballs, the same from ESM and CJS: esm.mjs and cjs.cjs load the
-// four packages their own way and pass them in; the frameworks are the consumer project's own.
+// five packages their own way and pass them in; the frameworks are the consumer project's own.
 const { once } = require('node:events');
 const http = require('node:http');
 
@@ -64,7 +64,23 @@ async function viaRedis(core) {
   }
 }
 
-module.exports = async function exercise({ core, express, fastify, koa, resolved }) {
+/** The GraphQL plugins build from a limiter, and a bad option is refused (graphql itself is the project's, a peer). */
+function viaGraphql(core, graphql) {
+  const limit = graphql.costLimit({ limiter: core.createLimiter({ policy: '1000/1m' }), key: () => 'k', maxCost: 100 });
+  let refused;
+  try {
+    graphql.costLimit({ limiter: 'nope', key: () => 'k' });
+  } catch (error) {
+    refused = error.code;
+  }
+  return {
+    plugins: [limit.envelop().onExecute, limit.apollo().requestDidStart, limit.mercurius()].map((f) => typeof f),
+    directives: graphql.costDirectives.includes('directive @listSize'),
+    refused,
+  };
+}
+
+module.exports = async function exercise({ core, express, fastify, koa, graphql, resolved }) {
   const limiter = core.createLimiter({ policy: '2/1m' });
   const memory = [];
   for (let i = 0; i < 3; i++) memory.push((await limiter.consume('k')).allowed);
@@ -82,6 +98,7 @@ module.exports = async function exercise({ core, express, fastify, koa, resolved
     express: await viaExpress(express.rateLimit),
     fastify: await viaFastify(fastify.default),
     koa: await viaKoa(koa.rateLimit),
+    graphql: viaGraphql(core, graphql),
     redis: process.env.REDIS_URL ? await viaRedis(core) : undefined,
   };
 };

@@ -4,6 +4,7 @@
 import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimitHeaders, SluiceError, type Store } from '@sluice/core';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
+import { costLimit, type QueryCost } from '@sluice/graphql';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
@@ -49,3 +50,10 @@ koaApp.use(koaRateLimit({ policy: '100/1m', skip: (ctx) => ctx.path === '/health
 koaApp.use((ctx) => {
   ctx.body = `${ctx.state.rateLimit?.remaining ?? 'no'} left`;
 });
+
+interface GraphqlContext {
+  user: { id: string };
+}
+export const graphqlLimit = costLimit({ limiter, key: (ctx: GraphqlContext) => ctx.user.id, maxCost: 1000, cost: { defaultListSize: 20 } });
+export const graphqlPlugins = [graphqlLimit.envelop(), graphqlLimit.apollo(), graphqlLimit.mercurius()] as const;
+export const spent = (cost: QueryCost): number => cost.actualQueryCost ?? cost.requestedQueryCost;

@@ -1,0 +1,78 @@
+// The budget's two moments, neutral of any server: before execution, cost the operation and charge it in
+// one consume (or refuse it, charged nothing); after, cost the result and refund the difference.
+import { type Decision, SluiceError } from '@sluice/core';
+import { actualCost } from './actual.js';
+import { planCache } from './cache.js';
+import { denied, invalid, type QueryCost, type Refusal, throttleStatus, tooCostly } from './extensions.js';
+import type { Settings } from './options.js';
+import type { OperationRequest } from './walk.js';
+
+/** An operation allowed to run, and what settling it needs. */
+export interface Admitted {
+  /** The consume's decision (a peek's, for an operation that costs nothing). */
+  decision: Decision;
+  /** After execution: the result's cost, the refund, and the response's `extensions.cost`; no result (a stream) keeps the charge. */
+  settle: (result: { data?: unknown; errors?: readonly unknown[] | null | undefined } | undefined) => Promise<QueryCost>;
+}
+
+/** Before execution: the operation runs (Admitted), is refused (Refusal), or is not ours to judge (undefined: the server answers its own error). */
+export type Admission = { run: true; admitted: Admitted } | { run: false; refusal: Refusal } | undefined;
+
+/** The admit step of costLimit, bound to its settings. */
+export type Admit<Context> = (context: Context, request: OperationRequest) => Promise<Admission>;
+
+/** The budget of one costLimit: its admit step, which every server's plugin calls before execution. */
+export function budget<Context>(settings: Settings<Context>): Admit<Context> {
+  const { limiter, maxCost, weights } = settings;
+
+  async function keyOf(context: Context): Promise<string> {
+    try {
+      const key = settings.key(context);
+      return typeof key === 'string' ? key : await key;
+    } catch (error) {
+      if (error instanceof SluiceError) throw error;
+      throw new SluiceError('ERR_SLUICE_KEY', `key(context) threw${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error });
+    }
+  }
+
+  const costed = planCache(weights);
+
+  return async function admit(context, request) {
+    const outcome = costed(request);
+    if (outcome === undefined) return undefined;
+    if ('error' in outcome) return { run: false, refusal: invalid(outcome.error) };
+    const { plan } = outcome;
+    const requested = plan.cost;
+    const key = await keyOf(context);
+    if (maxCost !== undefined && requested > maxCost) {
+      return { run: false, refusal: tooCostly(requested, maxCost, await limiter.peek(key)) };
+    }
+    let decision: Decision;
+    try {
+      decision = requested === 0 ? await limiter.peek(key) : await limiter.consume(key, { cost: requested });
+    } catch (error) {
+      // A cost above the budget's capacity can never pass: refused like one above maxCost.
+      if (error instanceof SluiceError && error.code === 'ERR_SLUICE_COST') {
+        return { run: false, refusal: tooCostly(requested, undefined, await limiter.peek(key)) };
+      }
+      throw error;
+    }
+    const charged = requested > 0;
+    if (charged && !decision.allowed) return { run: false, refusal: denied(decision, requested) };
+
+    const settle: Admitted['settle'] = async (result) => {
+      try {
+        // Errors can cut a result short after the work was done (a null that bubbles up): it keeps its charge.
+        const whole = result === undefined || (result.errors !== undefined && result.errors !== null && result.errors.length > 0);
+        const actual = whole ? requested : actualCost(plan, result.data);
+        // Only a refund: the requested cost is the price agreed before the operation ran.
+        let after = decision;
+        if (charged && actual < requested && decision.adjust !== undefined) after = await decision.adjust(actual - requested);
+        return { requestedQueryCost: requested, actualQueryCost: actual, throttleStatus: throttleStatus(after) };
+      } finally {
+        if (decision.release !== undefined) await decision.release();
+      }
+    };
+    return { run: true, admitted: { decision, settle } };
+  };
+}
