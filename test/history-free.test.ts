@@ -12,7 +12,9 @@ const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\\.?';
 
 /** What dates a line, and where it is looked for. */
 const RULES: ReadonlyArray<{ name: string; pattern: RegExp; applies: (file: string) => boolean }> = [
-  { name: 'a work-item number', pattern: /\bissues? ?#?\d+/i, applies: () => true },
+  // A number right after 'issue' (a space or a '#' between them, or neither), or after 'issues #'; not
+  // 'issues' and a number, which the GraphQL docs write for a field and its size.
+  { name: 'a work-item number', pattern: /\bissue ?#?\d+|\bissues #\d+/i, applies: () => true },
   { name: 'a date', pattern: new RegExp(`\\b\\d{1,2} ${MONTH} 20\\d\\d\\b|\\b${MONTH} \\d{1,2},? 20\\d\\d\\b`), applies: () => true },
   // ISO dates are data in code (calendar tests, clocks); in prose they date a change.
   { name: 'a date', pattern: /\b20\d\d-[01]\d-[0-3]\d\b/, applies: (file) => file.endsWith('.md') },
@@ -54,7 +56,7 @@ test('the check finds numbers and dates, and lets a benchmark run carry its date
   const h = (s: string) => s.replaceAll('§', '');
   const text: Record<string, string> = {
     'docs/a.md': ['figures of 5 Dec §2026', 'as measured on 2026-12§-05', 'December 5, §2026'].join('\n'),
-    'lua/a.lua': ['-- see issue §#28', '-- Issues §24 and 25'].join('\n'),
+    'lua/a.lua': ['-- see issue §#28', '-- Issues §#24 and #25'].join('\n'),
     [h('test/options.issue§24.test.ts')]: "it('pins a behaviour', () => {});",
     'test/b.test.ts': "const clock = Date.parse('2024-03-10T05:00:00Z');",
     'bench/RESULTS.md': ['Run of 2026-12-04 23:39 UTC, commit 00ab3e3: `node bench/core.mjs`', 'a run of 2026-12-04'].join('\n'),
@@ -66,7 +68,7 @@ test('the check finds numbers and dates, and lets a benchmark run carry its date
       'docs/a.md:2: a date: as measured on 2026-12§-05',
       'docs/a.md:3: a date: December 5, §2026',
       'lua/a.lua:1: a work-item number: -- see issue §#28',
-      'lua/a.lua:2: a work-item number: -- Issues §24 and 25',
+      'lua/a.lua:2: a work-item number: -- Issues §#24 and #25',
       "test/options.issue§24.test.ts: a work-item number in the file's name",
       'bench/RESULTS.md:2: a date: a run of 2026-12-04',
     ].map(h),
