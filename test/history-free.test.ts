@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..');
 const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\\.?';
 
-/** What dates a line, and where it is looked for. */
+/** What marks a line as history, and where it is looked for. */
 const RULES: ReadonlyArray<{ name: string; pattern: RegExp; applies: (file: string) => boolean }> = [
   // A number right after 'issue' (a space or a '#' between them, or neither), or after 'issues #'; not
   // 'issues' and a number, which the GraphQL docs write for a field and its size.
