@@ -1,4 +1,4 @@
-// HTTP benchmark (issue 3): per framework, the bare app, sluice on the memory store, sluice on Redis, and
+// HTTP benchmark: per framework, the bare app, sluice on the memory store, sluice on Redis, and
 // the libraries users would pick instead on the same Redis. Each contender's server is its own child
 // process (bench/http-servers/server.mjs) on 127.0.0.1; autocannon runs here, 64 connections, every
 // request carrying an x-client-id header spread over 10,000 values; every limiter keys on it and allows
@@ -16,7 +16,7 @@
 //                                    ../old <commit>; pnpm i; pnpm build), beside this one: a change's before
 //                                    and after in the same rounds, each round's ratio of this build to it
 //   --handler json|text              the route answers {"hello":"world"} (default) or the text 'ok' (cheaper:
-//                                    what a limiter costs shows more); text has issue 17's targets
+//                                    what a limiter costs shows more); text has targets of its own
 // Every contender also gets CPU added per request over the bare app of the same round: its server's and
 // Redis' CPU µs per request less the bare app's.
 //   --profile DIR                    run the servers under node --cpu-prof, profiles in DIR
@@ -354,7 +354,7 @@ console.log(`| --- | --- | ${roundHeads.map(() => '---:').join(' | ')} | ---: | 
 const verdicts = [];
 const ratiosOf = {}; // ratiosOf[framework][contender] = one ratio to the bare app per round
 const addedOf = {}; // addedOf[framework][contender] = CPU µs per request (server + Redis) over the bare app, per round
-// Text-handler targets (issue 17): CPU added per request at most this many µs, and ratio to bare at least 0.8.
+// Text-handler targets: CPU added per request at most this many µs, and ratio to bare at least 0.8.
 const ADDED_TARGET = { express: 5, fastify: 3, koa: 3 };
 for (const framework of FRAMEWORKS) {
   const bare = runs[framework].bare.map((x) => x.rps);
@@ -386,7 +386,7 @@ for (const framework of FRAMEWORKS) {
       `${framework}: a second bare app at ${fmtRatio(c.median)} (${fmtRatio(c.min)}–${fmtRatio(c.max)}) of the first: the noise floor`,
     );
   }
-  // settle and skipFailedRequests: at least 0.8 of bare (issue 14).
+  // settle and skipFailedRequests: at least 0.8 of bare.
   for (const c of ['sluice-redis-settle', 'sluice-redis-skip-failed']) {
     if (!ratios[c]) continue;
     const q = stats(ratios[c]).median;

@@ -1,4 +1,4 @@
-// Issue 3's contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
+// The adapters' contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
 // against one real Redis (redisStore on ioredis), each app driven in process through supertest.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLimiter, redisStore, type Store } from '@sluice/core';
@@ -593,7 +593,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
     const second = await hit(app, '/r');
     expect(second.status).toBe(200);
     if (h.name !== 'koa') {
-      // A peer's spelling answers with its headers: X-RateLimit-* by default (issue 26, test/dropin.*.test.ts).
+      // A peer's spelling answers with its headers: X-RateLimit-* by default (test/dropin.*.test.ts).
       expect([second.get('x-ratelimit-limit'), second.get('x-ratelimit-remaining')]).toEqual(['2', '0']);
     } else {
       expect(parseRateLimitPolicy(second.get('ratelimit-policy'))).toEqual([{ name: expect.any(String), q: 2, w: 60 }]);

@@ -134,7 +134,7 @@ describe('sluice (the built command)', () => {
     });
   });
 
-  // Issue 26: a mistyped scope printed a full bucket with no hint that no counter was found.
+  // A mistyped scope must not read as a full bucket: inspect says that no counter was found.
   it('inspect says when no counter exists for the key, scope, prefix and policies given', async () => {
     const prefix = uniquePrefix();
     const limiter = createLimiter({ prefix, policy: ['3/1m', '1000/day'], store: redisStore({ client }) });
@@ -197,7 +197,7 @@ describe('sluice (the built command)', () => {
     await dead.stop();
   });
 
-  describe('issue 24: the CLI never hangs', () => {
+  describe('the CLI never hangs', () => {
     // A server that accepts connections and never answers, nor closes its side when the client closes its own.
     let silent: Server;
     let port: number;

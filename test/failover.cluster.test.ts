@@ -24,6 +24,7 @@ import {
   uniquePrefix,
   waitForPromotion,
 } from './support/redis';
+import { until } from './support/until';
 
 const TIMEOUT = 100;
 const MARGIN = 75;
@@ -79,7 +80,13 @@ describe('Redis Cluster fail-over under load', () => {
       owner = await waitForPromotion(cluster, 'busy', killed.port);
       promotedAt = performance.now();
       expect(killed.replicas).toContain(owner);
-      await sleep(1500);
+      // The load runs on until what the assertions below read is there: more than 10 calls of the open and
+      // the closed limiter made a second or more after the promotion, and one of the multi-policy one's
+      // decided by the store.
+      const after = (name: string) => calls.filter((c) => c.name === name && c.start > promotedAt + 1000);
+      const enough = () =>
+        after('open').length > 10 && after('closed').length > 10 && after('multi').some((c) => c.decision?.source === 'store');
+      await until(enough, true, { withinMs: 30_000, what: 'calls after the promotion' });
     } finally {
       await load.stop();
       lag.disable();
@@ -152,7 +159,11 @@ describe('Redis Cluster fail-over under load', () => {
     expect(multiKeys).toHaveLength(2);
     const slots = await Promise.all(multiKeys.map((k) => client.cluster('KEYSLOT', k)));
     expect(new Set(slots).size).toBe(1);
-    await sleep(1100); // the 10/s bucket refills
+    await until(
+      () => limiters.multi.peek('busy'),
+      (d) => d.policies[0]?.remaining === d.policies[0]?.limit,
+      { what: 'the 10/s bucket refilled' },
+    );
     const before = await limiters.multi.peek('busy');
     const burst = await Promise.all(Array.from({ length: 30 }, () => limiters.multi.consume('busy')));
     const afterBurst = await limiters.multi.peek('busy');

@@ -5,18 +5,10 @@ import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sl
 import Redis, { type RedisOptions } from 'ioredis';
 import { type FaultProxy, startFaultProxy } from './support/fault-proxy';
 import { type RedisServer, scriptCalls, sleep, startServer, uniquePrefix } from './support/redis';
+import { until } from './support/until';
 
 async function ready(client: Redis): Promise<void> {
   if (client.status !== 'ready') await new Promise((r) => client.once('ready', r));
-}
-
-/** Waits until `check` holds, polling every 10 ms, for at most `withinMs`. */
-async function until(check: () => boolean | Promise<boolean>, withinMs: number, what: string): Promise<void> {
-  const end = performance.now() + withinMs;
-  while (!(await check())) {
-    if (performance.now() > end) throw new Error(`${what}: not within ${withinMs} ms`);
-    await sleep(10);
-  }
 }
 
 describe('network faults between the limiter and Redis (fault proxy)', () => {
@@ -102,7 +94,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     for (const { decision, mode } of onTime) expect(decision.source).toBe(mode === 'open' ? 'fail-open' : 'fallback');
     proxy.latency(0);
     // The late replies have all come back: with the latency gone the store answers again.
-    await until(() => proxy.stats().repliesPending === 0, 5000, 'late replies delivered');
+    await until(() => proxy.stats().repliesPending, 0, { withinMs: 5000, what: 'late replies delivered' });
     expect((await open.consume('k')).source).toBe('store');
     console.log(`slow Redis: ${lateCalls} calls skipped (timer late >= 5 ms), latest timer ${worstLate.toFixed(1)} ms late`);
   }, 60_000);
@@ -167,7 +159,10 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
       await sleep(15);
     }
     // The reset falls when some calls have their answers and some answers are still on the way.
-    await until(() => proxy.stats().repliesDelivered > deliveredBefore && proxy.stats().repliesPending > 0, 5000, 'mid-batch');
+    await until(() => proxy.stats().repliesDelivered > deliveredBefore && proxy.stats().repliesPending > 0, true, {
+      withinMs: 5000,
+      what: 'mid-batch',
+    });
     const pendingAtReset = proxy.stats().repliesPending;
     expect(proxy.reset()).toBeGreaterThan(0);
     proxy.latency(0);
@@ -218,16 +213,20 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     // Once the breaker is open a call is answered at once instead of at the timeout.
     expect(during.slice(3).filter((d) => d.ms < timeout / 2).length).toBeGreaterThan(0);
     expect(proxy.stats().dropped).toBeGreaterThan(0);
-    await sleep(1500);
+    // The client times the silent socket out (socketTimeout) and leaves it; then the network heals.
+    await until(
+      () => client.status,
+      (status) => status !== 'ready',
+      { withinMs: 10_000, what: 'the client left the silent socket' },
+    );
     proxy.heal();
     await direct.config('RESETSTAT');
-    let decision = await limiter.consume('k');
     const healed = performance.now();
-    while (decision.source !== 'store' && performance.now() - healed < 10_000) {
-      await sleep(50);
-      decision = await limiter.consume('k');
-    }
-    expect(decision.source).toBe('store');
+    await until(
+      () => limiter.consume('k'),
+      (d) => d.source === 'store',
+      { withinMs: 10_000, everyMs: 50, what: 'the store decides again' },
+    );
     expect(events.filter((e) => e.type === 'breaker-close')).toHaveLength(1);
     expect(await scriptCalls(direct)).toBeGreaterThan(0);
     console.log(`black hole: the store decided again ${Math.round(performance.now() - healed)} ms after the heal`);

@@ -1,4 +1,4 @@
-// Issue 26, part 4: a request that carries X-Forwarded-For while the framework does not trust proxies is
+// A request that carries X-Forwarded-For while the framework does not trust proxies is
 // keyed on the proxy's address. Each middleware reports it once (an event and a console warning naming the
 // framework's fix and a docs page), never when proxies are trusted or when `key` is the user's. Real servers.
 import type { AddressInfo } from 'node:net';

@@ -17,6 +17,7 @@ import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
 import { Registry } from 'prom-client';
+import { until } from './support/until';
 
 type Framework = 'express' | 'fastify' | 'koa' | 'hono' | 'express in front' | 'koa in front' | 'fastify in front' | 'hono in front';
 /** How shed() is mounted: as the app's middleware, in front of the app on node:http, or both (one gate). */
@@ -122,12 +123,6 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
   };
 }
 
-/** Waits (up to 2 s) until `ok()` holds: a slot comes back after a socket event and one turn of the loop. */
-async function until(ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(ok()).toBe(true);
-}
-
 describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front', 'koa in front', 'fastify in front', 'hono in front'])(
   'shed() in %s',
   (framework) => {
@@ -170,7 +165,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front
       expect(await refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
       app.open();
       expect((await first).status).toBe(200);
-      await until(() => shedder.inFlight === 0);
+      await until(() => shedder.inFlight, 0);
       expect((await fetch(`${app.url}/fast`)).status).toBe(200);
       shedder.close();
     });
@@ -225,9 +220,9 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front
         const first = fetch(`${app.url}/slow`);
         await app.entered;
         const earlier = fetch(`${app.url}/fast`);
-        await until(() => refused.length === 1);
+        await until(() => refused.length, 1);
         const normal = fetch(`${app.url}/fast?second`);
-        await until(() => refused.length === 2);
+        await until(() => refused.length, 2);
         const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
         expect((await normal).status).toBe(503); // shed now, not after 10 s
         app.open();
@@ -264,7 +259,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front
       await app.entered;
       expect(shedder.inFlight).toBe(1);
       socket.destroy();
-      await until(() => shedder.inFlight === 0); // while the handler still waits
+      await until(() => shedder.inFlight, 0); // while the handler still waits
       expect((await fetch(`${app.url}/fast`)).status).toBe(200);
       shedder.close();
     });
@@ -282,7 +277,7 @@ describe.each<Framework>(['express', 'koa', 'hono'])('shed() in %s, mounted both
       expect((await fetch(`${app.url}/fast`)).status).toBe(200);
       app.open();
       expect((await first).status).toBe(200);
-      await until(() => shedder.inFlight === 0);
+      await until(() => shedder.inFlight, 0);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(shedder.inFlight).toBe(0); // not -1
     } finally {
@@ -312,7 +307,7 @@ test('prometheusMetrics counts sheds by priority and reports the limit and slots
     expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 1']);
     app.open();
     await held;
-    await until(() => shedder.inFlight === 0);
+    await until(() => shedder.inFlight, 0);
     await new Promise((resolve) => setImmediate(resolve));
     expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 0']);
     await app.close();
@@ -334,7 +329,7 @@ test("several shedders: each one's gauges and sheds under its own name (the shed
     await b.entered;
     expect((await fetch(`${b.url}/fast`)).status).toBe(503);
     expect((await fetch(`${a.url}/fast`)).status).toBe(200);
-    await until(() => api.inFlight === 0);
+    await until(() => api.inFlight, 0);
     await new Promise((resolve) => setImmediate(resolve));
     const value = async (name: string) => (await register.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
     expect(await value('sluice_shed_total')).toEqual(['sluice_shed_total{shedder="admin",priority="normal"} 1']);

@@ -1,4 +1,4 @@
-// The peers' options type-check as the peers type them (issue 26: a drop-in switches by its import, in
+// The peers' options type-check as the peers type them (a drop-in switches by its import, in
 // TypeScript too): express-rate-limit's functions of (req, res), handler; @fastify/rate-limit's allowList,
 // ban, errorResponseBuilder, max as a function of (request, key); hono-rate-limiter's functions of the context.
 import { rateLimit } from '@sluice/express';
