@@ -118,14 +118,17 @@ describe('Redis Cluster fail-over under load', () => {
     expect(events.filter((e) => e.type === 'store-error' && e.at > promotedAt + 1000)).toEqual([]);
 
     // Store errors carry type, key, error and latency; each breaker opened and closed around the fail-over.
+    // Before the kill the only error allowed is a timeout: a busy machine can starve a live Redis past
+    // 100 ms. Anything else before the kill, or no error after it, is a fault.
     const errors = events.filter((e) => e.type === 'store-error');
-    expect(errors.length).toBeGreaterThan(0);
+    const timedOut = (e: { error?: unknown }) => e.error instanceof Error && e.error.name === 'StoreTimeoutError';
+    expect(errors.filter((e) => e.at > killedAt).length).toBeGreaterThan(0);
+    expect(errors.filter((e) => e.at <= killedAt && !timedOut(e))).toEqual([]);
     for (const e of errors) {
       expect(e.key).toBe('busy');
       expect(e.error).toBeInstanceOf(Error);
       expect(e.latencyMs).toBeGreaterThanOrEqual(0);
       expect(e.latencyMs).toBeLessThan(TIMEOUT + MARGIN + lag.max / 1e6);
-      expect(e.at).toBeGreaterThan(killedAt);
     }
     for (const prefix of Object.values(prefixes)) {
       const breaker = events.filter((e) => (e.prefixes ?? [e.prefix]).includes(prefix) && e.type.startsWith('breaker'));
@@ -134,7 +137,7 @@ describe('Redis Cluster fail-over under load', () => {
       expect(breaker[0]?.error).toBeInstanceOf(Error);
       expect(breaker.at(-1)?.type).toBe('breaker-close');
       expect(breaker.at(-1)?.latencyMs).toBeGreaterThan(0);
-      expect((breaker[0] as { at: number }).at).toBeGreaterThan(killedAt);
+      expect(breaker.filter((e) => e.type === 'breaker-open' && e.at <= killedAt && !timedOut(e))).toEqual([]);
     }
 
     // The new master had no script: NOSCRIPT, then EVAL reloaded it, then EVALSHA again.
