@@ -65,7 +65,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     const closed = createLimiter({ policy: '1000/1h', fallback: '5/1h', store, timeout, breaker: false, prefix: uniquePrefix() });
     // The first call loads the script; on a busy machine it may miss the 100 ms itself, so the store is
     // to answer one call (any), before the latency goes in.
-    await until(async () => (await open.consume('warm')).source === 'store', 10_000, 'the store answers');
+    await until(async () => (await open.consume('warm')).source, 'store', { withinMs: 10_000, what: 'the store answers' });
     proxy.latency(timeout + 10);
     // A deadline fails its call only after the next poll for I/O, so that a reply which arrived while
     // the process was late to its timers still counts: on a busy machine the store's answer is then the
@@ -78,7 +78,7 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     for (let i = 0; i < 200 && (judged('open') < 20 || judged('closed') < 20); i++) {
       const mode = i % 2 === 0 ? 'open' : 'closed';
       // The previous call's late reply is out of the way: any reply delivered from here on is this call's.
-      await until(() => proxy.stats().repliesPending === 0, 5000, 'previous reply delivered');
+      await until(() => proxy.stats().repliesPending, 0, { withinMs: 5000, what: 'previous reply delivered' });
       const deliveredBefore = proxy.stats().repliesDelivered;
       let replyOut = true;
       const decision = await (mode === 'open' ? open : closed).consume('k').then((d) => {
