@@ -205,7 +205,7 @@ function palette(fixed = {}) {
 
 // ---------------------------------------------------------------- the charts
 
-const TARGET = 0.85; // issue 3: sluice on Redis at least this share of the bare app's requests/s
+const TARGET = 0.85; // the target: sluice on Redis at least this share of the bare app's requests/s
 
 /** bench/http.mjs: ratio to the bare app (median of the rounds' ratios, min–max whiskers), per framework. */
 function httpChart(r) {
@@ -447,7 +447,7 @@ function overloadChart(r) {
   const frameworks = Object.entries(r.frameworks);
   const loads = ['0.5', '1', '2', '4'];
   const colorOf = palette({ none: '#b8321c', sluice: BLUE, 'under-pressure': '#d9a21b' });
-  // Runs before `share` was recorded: the median goodput over the median capacity, no whiskers.
+  // A run whose JSON has no `share`: the median goodput over the median capacity, no whiskers.
   const share = (c, load, f) => c[load]?.share ?? { median: c[load].goodput.median / f.capacity, min: Number.NaN, max: Number.NaN };
   const top = Math.max(
     1.2,

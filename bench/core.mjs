@@ -1,8 +1,8 @@
 // Core benchmark on one redis-server this script starts: Redis memory per key, Redis CPU per decision,
 // and decisions per second from one process at 1, 64 and 512 calls in flight over 10,000 keys, for each
-// sluice algorithm beside rate-limiter-flexible and rate-limit-redis. (redis-benchmark no longer runs
-// the script beside them: every call must carry a higher number than the last for lua/decide.lua's call
-// guard, which its fixed arguments cannot; bench/lab/floor.mjs measures the script's Redis CPU instead.)
+// sluice algorithm beside rate-limiter-flexible and rate-limit-redis. (Not redis-benchmark: every call
+// must carry a higher number than the last for lua/decide.lua's call guard, which its fixed arguments
+// cannot; bench/lab/floor.mjs measures the script's Redis CPU instead.)
 // Rounds are interleaved; figures are min/median/max over rounds, and
 // each round's ratio of sluice token-bucket to the faster library is taken within that round.
 // 'sluice consume+release' is one pair per decision: a consume on a concurrent policy, then its
@@ -12,7 +12,7 @@
 // --client picks the client of sluice's Redis store (the other libraries keep ioredis): ioredis (the
 // default), node-redis (the `redis` package) or iovalkey. --clients node-redis,iovalkey adds, beside
 // them, a token-bucket contender on each of those clients, and each one's decisions/s at 512 in flight
-// over the token bucket's on --client, within each round (issue 15: at least 0.8).
+// over the token bucket's on --client, within each round (target: at least 0.8).
 // Usage: pnpm bench:core [-- --seconds 2 --rounds 3 --client ioredis|node-redis|iovalkey --clients node-redis,iovalkey]
 import { createLimiter, redisStore } from '@sluice/core';
 import { RedisStore } from 'rate-limit-redis';
@@ -72,7 +72,7 @@ function contenders() {
       prefix: `b-${algorithm}`,
     }),
   );
-  // Issue 13: a plan per call (the token bucket above, as a policy object built per request, as an app
+  // A plan per call (the token bucket above, as a policy object built per request, as an app
   // would from its user's plan) and a calendar quota, each against the fixed token bucket.
   const planLimit = 1_000_000;
   list.push(
@@ -250,8 +250,8 @@ for (const n of [64, 512]) {
     `consume+release pairs / token-bucket consumes @${n}, per round: median ${q.median.toFixed(2)}x (${q.min.toFixed(2)}–${q.max.toFixed(2)}x), target 0.5: ${verdict}`,
   );
 }
-// Issue 13: a per-call policy and a calendar quota beside the fixed token bucket, within each round:
-// Node CPU per decision at 512 in flight (at most 1.10x) and throughput over the faster library.
+// A per-call policy and a calendar quota beside the fixed token bucket, within each round: Node CPU per
+// decision at 512 in flight (target: at most 1.10x) and throughput over the faster library.
 for (const name of ['sluice per-call policy', 'sluice calendar day']) {
   const cpuRatio = stats(nodeCpu[name].map((us, r) => us / nodeCpu['sluice token-bucket'][r]));
   const lead = stats(
@@ -263,7 +263,7 @@ for (const name of ['sluice per-call policy', 'sluice calendar day']) {
   );
 }
 
-// Issue 15: the token bucket on each other client over the one on --client, decisions/s @512 within each round.
+// The token bucket on each other client over the one on --client, decisions/s @512 within each round.
 for (const other of otherClients) {
   const q = stats(rates[`sluice token-bucket on ${other.name} @512`].map((x, r) => x / rates['sluice token-bucket @512'][r]));
   console.log(

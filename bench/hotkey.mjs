@@ -1,4 +1,4 @@
-// Hot-key benchmark (issue 5): one process floods ONE key far above its limit, and we count what
+// Hot-key benchmark: one process floods ONE key far above its limit, and we count what
 // that costs Redis. It starts its own standalone redis-server and a real 3-master/3-replica Redis
 // Cluster on free ports, and stops them at the end, also on error or Ctrl-C.
 //

@@ -1,4 +1,4 @@
-// Outage benchmark (issue 4): request latency (p50, p99, max) while Redis is down, beside the same with
+// Outage benchmark: request latency (p50, p99, max) while Redis is down, beside the same with
 // Redis up, for sluice's Express adapter and the libraries users would pick instead, each configured to
 // let requests through when its store fails:
 //   sluice   @sluice/express, failMode 'open', ioredis with its default settings (the limiter's own

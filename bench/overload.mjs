@@ -1,4 +1,4 @@
-// Overload benchmark (issue 29): a server per framework whose handler burns 2 ms of CPU, offered an open-loop
+// Overload benchmark: a server per framework whose handler burns 2 ms of CPU, offered an open-loop
 // rate (requests sent on a schedule, whatever the answers: a request's latency counts from when it was due,
 // so a slow server cannot slow the load down) of 0.5x, 1x, 2x and 4x its capacity. Contenders side by side:
 // no protection, @fastify/under-pressure (Fastify; maxEventLoopDelay 100 ms sampled every 100 ms, the same

@@ -1,7 +1,8 @@
 // bench/RESULTS.md's generated tables, from the benchmarks' JSON (bench/results/*.json, bench/results.mjs).
 // In RESULTS.md each sits between `<!-- report:NAME -->` and `<!-- /report:NAME -->`; a table opens with its
-// run's stamp (date, commit, load average, command). `--write` replaces the blocks whose JSON is there and
-// leaves the others as they are (figures copied from runs made before the JSON was kept, or on another
+// run's stamp, a line that starts with "Run of " (date, commit, load average, command): the one line of
+// the page that may carry a date (test/history-free.test.ts). `--write` replaces the blocks whose JSON is
+// there and leaves the others as they are (figures copied from a run's printout, or measured on another
 // machine: bench/results/ is not committed). Without it, the tables are printed.
 // Usage: node bench/report.mjs [--results bench/results] [--write]
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -155,14 +156,22 @@ const REPORTS = {
     if (!files.length) return undefined;
     const rs = files.sort().map((f) => JSON.parse(readFileSync(join(RESULTS, f), 'utf8')));
     const per = (r) => (/-(pair|settle)$/.test(r.bench) ? 'pair' : 'decision');
+    // One stamp for the runs (their dates and commits), then a row per run.
+    const dates = rs.map((r) => String(r.date).slice(0, 16).replace('T', ' ')).sort();
+    const [first, last] = [dates[0], dates.at(-1)];
+    const span = first === last ? first : `${first} to ${last.slice(0, 10) === first.slice(0, 10) ? last.slice(11) : last}`;
+    const commits = [...new Set(rs.map((r) => `${r.commit}${r.uncommittedChanges ? ` (+${r.uncommittedChanges})` : ''}`))];
     const rows = rs.map((r) => [
       r.bench.replace('lua-instructions-', ''),
       num(r.settings.batch),
       `${num(r.instructionsPerDecision)} per ${per(r)}`,
-      `${String(r.date).slice(0, 16).replace('T', ' ')}, ${r.commit}${r.uncommittedChanges ? ` (+${r.uncommittedChanges})` : ''}`,
       `\`${r.command}\``,
     ]);
-    return table(['run', 'per call', 'instructions', 'when (UTC), commit', 'command'], rows);
+    return [
+      `Run of ${span} UTC, commit ${commits.join(', ')}: the commands below`,
+      '',
+      ...table(['run', 'per call', 'instructions', 'command'], rows),
+    ];
   },
 };
 

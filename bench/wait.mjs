@@ -1,4 +1,4 @@
-// Waiting for a turn across processes (issue 28): sluice's limiter.wait beside bottleneck (its Redis
+// Waiting for a turn across processes: sluice's limiter.wait beside bottleneck (its Redis
 // clustering mode) and rate-limiter-flexible's RateLimiterQueue. 4 processes make 1,000 waits on one key
 // at 100/s between them, one call every --gap ms (in turn: process i % 4 makes call i), and record when each
 // call was made and when it was let through. Per round and library:

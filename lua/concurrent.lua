@@ -8,8 +8,7 @@
 -- Reply: ok, remaining (free slots), resetMs (0: a slot frees when a request ends, which no clock
 --   predicts), retryAfterUs (0 when ok, else 1: any moment; also too short for the deny cache to hold)
 -- A take's lease end and its key's TTL, formatted: `now` is the call's, so they are alike for every take
--- of a call with one lease length, and formatted once per call (two sprintfs per take were a tenth of
--- a take and its release).
+-- of a call with one lease length, and formatted once per call rather than twice per take.
 local lease_of, lease_end, lease_ttl
 local function concurrent(key, now, limit, window, burst, cost, apply)
   -- The held leases first: a missing key (the usual case between a release and the next take) costs

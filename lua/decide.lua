@@ -16,7 +16,7 @@
 --          'a' adjust: `cost` is the delta, applied to every policy by its algorithm's adjustment without
 --              a check (a refund never past full); the reply is a peek's after it
 --          'r' release: an adjustment that gives the decision's slot back; its reply is zeros (unread)
---          'w<µs>' reserve (limiter.wait, issue 28), the most it may wait in whole µs after the 'w': every
+--          'w<µs>' reserve (limiter.wait), the most it may wait in whole µs after the 'w': every
 --              policy is checked at `cost` as a peek; when the longest retry is within it, each policy is
 --              charged its place in line by its <name>_reserve and answers its retry negated (the wait
 --              until its turn: the decision passes); else nothing is charged, and the retries stand
@@ -132,15 +132,14 @@ while a <= nargs do
     end
     count = 0
   end
-  -- Two fast paths for runs of one policy and no id, each kept because bench/lua-instructions.mjs shows
-  -- it earns its place against the general body below (Redis instructions in the script calls, calls
-  -- of 16, the general body alone -> with the fast path; figures of 5 Dec 2026, each of three runs):
+  -- Two fast paths for runs of one policy and no id, each kept because it takes fewer Redis instructions
+  -- than the general body below (bench/lua-instructions.mjs, 16 decisions per call, with and without it):
   if n == 1 and idTtl == 0 and not reserve then
     local spec = run[1]
     local step, limit, window, burst, adjustment = spec[1], spec[2], spec[3], spec[4], spec[5]
     if not adjust and slots == '' then
       -- A consume or a peek, no slot (most decisions): one step per decision, which checks and charges
-      -- in one pass. tb: 31,920-31,950 -> 29,460-29,590 per decision (-7.5%).
+      -- in one pass.
       for _ = 1, count do
         local _, remaining, reset, retry = step(KEYS[k], now, limit, window, burst, cost, consume)
         reply[r + 1] = remaining
@@ -150,8 +149,7 @@ while a <= nargs do
         k = k + 1
       end
     else
-      -- A slot taken or given back, or an adjustment. --pair: 50,090-50,320 -> 46,330-46,440 per take
-      -- and release (-8%); --settle: 66,590-66,630 -> 63,810-63,920 per consume and adjust (-4%).
+      -- A slot taken or given back, or an adjustment (--pair, --settle).
       local checked = adjust and 1 or cost
       for _ = 1, count do
         local key = KEYS[k]

@@ -11,11 +11,11 @@ local SLOT = ''
 
 -- A stored state (token bucket, fixed and sliding window) is one, two or three numbers, written packed:
 -- each a big-endian double (struct.pack '>d'), exact for every value a state holds. Writing and reading
--- text cost Redis a sprintf per write and two strtod per number read (tonumber parses twice): packed,
--- a token-bucket decision takes 23,790 -> 20,890 Redis instructions (bench/lua-instructions.mjs).
--- Text states, as versions before issue 30 wrote them ("q r", numbers separated by spaces), are still
--- read, so that counters live through an upgrade: text starts with a digit, a packed state never does
--- (its first number is a time or a window index, 0 or >= 1, whose first byte is 0x00 or >= 0x3F).
+-- text costs Redis a sprintf per write and two strtod per number read (tonumber parses twice), which
+-- bench/lua-instructions.mjs shows in every decision. Text states ("q r", numbers separated by spaces:
+-- what earlier versions wrote) are read as well, so that counters live through an upgrade: text starts
+-- with a digit, a packed state never does (its first number is a time or a window index, 0 or >= 1,
+-- whose first byte is 0x00 or >= 0x3F).
 
 -- The numbers of a stored state (nil for a missing key).
 local function fields(raw)

@@ -23,8 +23,8 @@ local function token_bucket(key, now, limit, window, burst, cost, apply)
   local debt = 0
   local raw = get(key)
   local q, r
-  -- A bucket in use mostly holds TAT alone, packed in 8 bytes: read inline (fields() costs 2,000 Redis
-  -- instructions more). A text TAT is never 8 bytes long: µs on the server clock take 16 digits.
+  -- A bucket in use mostly holds TAT alone, packed in 8 bytes: read inline (fewer Redis instructions
+  -- than fields()). A text TAT is never 8 bytes long: µs on the server clock take 16 digits.
   if raw and #raw == 8 then q, r = unpack_state('>d', raw), 0 else q, r = fields(raw) end
   if q then
     r = r or 0

@@ -1,9 +1,10 @@
-// Issue 3's contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
+// The adapters' contract suite: the same HTTP contract for @sluice/express, @sluice/fastify and @sluice/koa,
 // against one real Redis (redisStore on ioredis), each app driven in process through supertest.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLimiter, redisStore, type Store } from '@sluice/core';
 import * as sluiceExpress from '@sluice/express';
 import * as sluiceFastify from '@sluice/fastify';
+import * as sluiceHono from '@sluice/hono';
 import * as sluiceKoa from '@sluice/koa';
 import express from 'express';
 import Redis from 'ioredis';
@@ -106,6 +107,7 @@ const modules: Record<FrameworkName, { named: unknown; default: unknown }> = {
   express: { named: sluiceExpress.rateLimit, default: (sluiceExpress as { default?: unknown }).default },
   fastify: { named: (sluiceFastify as { rateLimit?: unknown }).rateLimit, default: sluiceFastify.default },
   koa: { named: sluiceKoa.rateLimit, default: (sluiceKoa as { default?: unknown }).default },
+  hono: { named: sluiceHono.rateLimit, default: (sluiceHono as { default?: unknown }).default },
 };
 
 /** Framework-shaped onLimited that answers 429 JSON { custom: true, policy }. */
@@ -120,6 +122,8 @@ const customOnLimited: Record<FrameworkName, unknown> = {
     ctx.status = 429;
     ctx.body = { custom: true, policy: decision.policy };
   },
+  hono: (c: { json(b: unknown, status: number): Response }, decision: { policy: string }) =>
+    c.json({ custom: true, policy: decision.policy }, 429),
 };
 
 describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
@@ -589,7 +593,7 @@ describe.each(harnesses)('$name adapter on Redis', (h: Harness) => {
     const second = await hit(app, '/r');
     expect(second.status).toBe(200);
     if (h.name !== 'koa') {
-      // A peer's spelling answers with its headers: X-RateLimit-* by default (issue 26, test/dropin.*.test.ts).
+      // A peer's spelling answers with its headers: X-RateLimit-* by default (test/dropin.*.test.ts).
       expect([second.get('x-ratelimit-limit'), second.get('x-ratelimit-remaining')]).toEqual(['2', '0']);
     } else {
       expect(parseRateLimitPolicy(second.get('ratelimit-policy'))).toEqual([{ name: expect.any(String), q: 2, w: 60 }]);

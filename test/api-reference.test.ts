@@ -17,6 +17,7 @@ const ENTRIES: Record<string, string> = {
   'packages/express/src/index.ts': '@sluice/express',
   'packages/fastify/src/index.ts': '@sluice/fastify',
   'packages/koa/src/index.ts': '@sluice/koa',
+  'packages/hono/src/index.ts': '@sluice/hono',
   'packages/metrics/src/index.ts': '@sluice/metrics',
 };
 
@@ -60,6 +61,8 @@ const CHECKS: Check[] = [
   { file: 'packages/express/src/index.ts', type: 'ExpressOwnOptions', in: 'Middleware options' },
   { file: 'packages/koa/src/index.ts', type: 'KoaOwnOptions', in: 'Middleware options' },
   { file: FASTIFY, type: 'FastifyPluginOwnOptions', in: 'Middleware options' },
+  { file: 'packages/hono/src/rate-limit.ts', type: 'HonoOwnOptions', in: 'Middleware options' },
+  { file: 'packages/hono/src/peer.ts', type: 'HonoRateLimiterSpellings', in: 'docs/hono.md' },
   {
     file: FASTIFY,
     type: 'FastifyRateLimitRouteOptions',

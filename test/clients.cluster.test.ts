@@ -96,7 +96,7 @@ describe.each(CLIENT_KINDS)('$name, Cluster', (kind) => {
     expect(events.filter((e) => e.type === 'store-error')).toEqual([]);
   });
 
-  it('issue 24: boot decides on the store: 20 calls made while a new Cluster client connects wait for it (node-redis: the fail mode), never replayed', async () => {
+  it('boot decides on the store: 20 calls made while a new Cluster client connects wait for it (node-redis: the fail mode), never replayed', async () => {
     t = await kind.cluster(cluster.startupNodes(), { wait: false });
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({
@@ -182,7 +182,7 @@ describe.each(CLIENT_KINDS.filter((k) => !k.name.startsWith('node-redis')))('$na
     t = undefined;
   });
 
-  it('issue 24: exactly once on a Cluster: calls in flight when their connections reset are never charged twice', async () => {
+  it('exactly once on a Cluster: calls in flight when their connections reset are never charged twice', async () => {
     t = await kind.cluster(cluster.startupNodes());
     const client = t.client as unknown as Cluster;
     const limiter = createLimiter({

@@ -22,7 +22,7 @@ describe('@sluice/core on a real Redis', () => {
       // Whole costs, and fractional ones (used as whole numbers when a sliding-log policy is in play).
       fc.record({ kind: fc.constant('consume' as const), cost: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.5, 1.5, 2.25)) }),
       fc.record({ kind: fc.constant('peek' as const) }),
-      // limiter.wait's reservation (issue 28): a place in line, within maxWait or not at all.
+      // limiter.wait's reservation: a place in line, within maxWait or not at all.
       fc.record({
         kind: fc.constant('reserve' as const),
         cost: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.5, 1.5)),
@@ -51,7 +51,7 @@ describe('@sluice/core on a real Redis', () => {
         algorithm: fc.constant('token-bucket' as const),
         burst: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(1.5, 12.75)),
       }),
-      // A fixed window that opens at the key's first hit (the peers' count, issue 26).
+      // A fixed window that opens at the key's first hit (the peers' count).
       fc.record({
         limit: fc.integer({ min: 1, max: 20 }),
         window: fc.oneof(fc.integer({ min: 1000, max: 60_000 }), fc.constantFrom(1.5, 7.25, 333.333)),
@@ -185,8 +185,9 @@ describe('@sluice/core on a real Redis', () => {
   });
 
   it.each([
-    // Text states as versions before issue 30 wrote them: 2 of 3 units used, so 1 remains (windows long
-    // enough that no unit comes back during the test, however slow the machine).
+    // Text states, as earlier versions wrote them (read so that counters live through an upgrade): 2 of 3
+    // units used, so 1 remains (windows long enough that no unit comes back during the test, however slow
+    // the machine).
     ['token-bucket', { limit: 3, window: 3_600_000 }, (us: number) => `${us + 2_400_000_000}`],
     ['token-bucket', { limit: 3, window: 1_000_000 }, (us: number) => `${us + 666_666_666} 2`],
     ['fixed-window', { limit: 3, window: 3_600_000, algorithm: 'fixed-window' }, (us: number) => `${Math.floor(us / 3.6e9)} 2`],

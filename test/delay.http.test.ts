@@ -1,4 +1,4 @@
-// The adapters' `delay` (issue 28) on real servers, in all three frameworks: a limited request is held
+// The adapters' `delay` on real servers, in all three frameworks: a limited request is held
 // until its turn and answered as an allowed one, when its turn comes within maxWait and fewer than maxQueued
 // are held; else 429 at once. A client that leaves while held gives its place back. Timing margins are
 // wide: a turn is never early, and may be late on a busy machine.

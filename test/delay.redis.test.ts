@@ -5,8 +5,9 @@
 import { createLimiter, memoryStore, redisStore, type Store } from '@sluice/core';
 import type Redis from 'ioredis';
 import { harnesses, type Running } from './support/http';
-import { type RedisServer, sleep, uniquePrefix } from './support/redis';
+import { type RedisServer, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
+import { until } from './support/until';
 
 let server: RedisServer;
 let client: Redis;
@@ -42,7 +43,11 @@ describe.each([
         heldDone = true;
       });
     // Held: its place is taken, and the next cost's retry counts it (more than one window away).
-    while ((await limiter.peek('client', { scope: 's' })).retryAfterMs <= 4000) await sleep(10);
+    await until(
+      () => limiter.peek('client', { scope: 's' }),
+      (d) => d.retryAfterMs > 4000,
+      { what: 'the held request counted' },
+    );
     const refused = await get();
     expect(heldDone).toBe(false);
     expect(refused.status).toBe(429);

@@ -1,4 +1,4 @@
-// Every code block of the documentation runs (issue 26): README.md, docs/**/*.md and packages/*/README.md.
+// Every code block of the documentation runs: README.md, docs/**/*.md and packages/*/README.md.
 //
 // The convention, for whoever writes a page:
 //
@@ -100,8 +100,6 @@ function checkShell(block: Block, scripts: Record<string, string>): string[] {
   return problems;
 }
 
-/** Pages that other issues are writing now: a link to them may be dead for a while, and no other. */
-const PENDING = new Set(['docs/operators.md', 'docs/waiting.md', 'docs/shedding.md']);
 const REPO = /^https:\/\/github\.com\/sluice-js\/sluice(?:\/(?:blob|tree)\/main\/([^#]*))?\/?(#.*)?$/;
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
@@ -142,7 +140,7 @@ function checkLink(file: string, link: string): string | undefined {
     hash = h;
   }
   target = relative(ROOT, join(ROOT, target)).replace(/\/$/, '');
-  if (!existsSync(join(ROOT, target))) return PENDING.has(target) ? undefined : `no file ${target}`;
+  if (!existsSync(join(ROOT, target))) return `no file ${target}`;
   if (hash === undefined || hash === '' || !target.endsWith('.md')) return undefined;
   if (existsSync(join(ROOT, target, 'README.md'))) target = join(target, 'README.md');
   return anchors(join(ROOT, target)).has(decodeURIComponent(hash)) ? undefined : `no heading #${hash} in ${target}`;
@@ -266,7 +264,7 @@ describe('the documentation', () => {
     expect(unnamedLang).toEqual([]); // every fence says what it holds
   });
 
-  it('links to files and headings that exist (the pages other issues write may be pending)', () => {
+  it('links to files and headings that exist', () => {
     const problems: string[] = [];
     for (const file of docFiles()) {
       const text = readFileSync(join(ROOT, file), 'utf8').replace(/^(\s*)(`{3,}|~{3,})[\s\S]*?^\1\2\s*$/gm, '');

@@ -1,8 +1,8 @@
-// Issue 26, part 3: under express-rate-limit's spelling (7 and 8), @sluice/express behaves as express-rate-limit does.
+// Under express-rate-limit's spelling (7 and 8), @sluice/express behaves as express-rate-limit does.
 // Differential: each configuration runs on two real servers, one with the real express-rate-limit and one
 // with sluice in its place (memory stores), the same request sequence goes to both, and every answer is
 // compared: status, the rate-limit headers (names and values; reset seconds within 1 s), content type
-// and body. The count of comparisons is printed (the issue's note reports it).
+// and body. The count of comparisons is printed.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { redisStore } from '@sluice/core';

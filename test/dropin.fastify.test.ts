@@ -1,8 +1,8 @@
-// Issue 26, part 3: under @fastify/rate-limit's spelling, @sluice/fastify behaves as @fastify/rate-limit does.
+// Under @fastify/rate-limit's spelling, @sluice/fastify behaves as @fastify/rate-limit does.
 // Differential: each configuration runs on two real Fastify servers, one with the real @fastify/rate-limit
 // and one with sluice in its place (memory stores), the same request sequence goes to both, and every answer
 // is compared: status, headers (names and values; reset seconds within 1 s), content type and body. The
-// count of comparisons is printed (the issue's note reports it).
+// count of comparisons is printed.
 import peerPlugin from '@fastify/rate-limit';
 import { redisStore } from '@sluice/core';
 import sluicePlugin from '@sluice/fastify';

@@ -1,4 +1,4 @@
-// Issue 24, item 6: numbers at their edges. A policy's limit, burst, window and lease, a call's cost and
+// Numbers at their edges. A policy's limit, burst, window and lease, a call's cost and
 // delta are bounded at construction (packages/core/src/policy/bounds.ts says why) to what both stores compute
 // exactly and the RateLimit fields carry (RFC 9651 integers: at most 15 digits). At each bound the memory
 // store and the Lua decide alike and exactly; just past it, construction throws ERR_SLUICE_OPTION naming it.
@@ -202,7 +202,7 @@ async function exactTokenBucket(
   return [got, want];
 }
 
-describe('issue 24: numbers at their edges', () => {
+describe('numbers at their edges', () => {
   describe('construction refuses what is past a bound, naming it', () => {
     const O = 'ERR_SLUICE_OPTION';
     const past: Array<[string, () => unknown, RegExp]> = [
@@ -411,7 +411,8 @@ describe('issue 24: numbers at their edges', () => {
 
     test('debts charged by adjust on a token bucket of 10000 days: waited out alike, capped, never wrapped into a full bucket', async () => {
       const l = differential({ client, policy: { limit: 1, window: WINDOW_MAX }, start: NOW });
-      // On 878c679, adjust(+10000) was taken, and on Redis a second one wrapped the bucket's instant past 2^63 µs: full again.
+      // Unbounded, adjust(+10000) would be taken, and on Redis a second one would wrap the bucket's instant past
+      // 2^63 µs: full again.
       await expect(l.adjust('k', 10_000)).rejects.toMatchObject({ code: 'ERR_SLUICE_OPTION' });
       // A debt stops at 10000 days past a full refill (here 2 × 10000 days to a token), however many adjust.
       for (let k = 1; k <= 30; k++) {

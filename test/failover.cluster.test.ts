@@ -10,7 +10,7 @@
 // the dying node meanwhile. Do not set `enableOfflineQueue: false` unless you wait for the client's
 // 'ready' first: every call made before the Cluster has loaded its slots then fails at once, which
 // opens the breaker before Redis has done anything wrong.
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { createLimiter, type Decision, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis, { Cluster } from 'ioredis';
 import { startLoad } from './support/load';
@@ -24,6 +24,7 @@ import {
   uniquePrefix,
   waitForPromotion,
 } from './support/redis';
+import { until } from './support/until';
 
 const TIMEOUT = 100;
 const MARGIN = 75;
@@ -60,8 +61,17 @@ describe('Redis Cluster fail-over under load', () => {
         onEvent,
       }),
     };
-    const lag = monitorEventLoopDelay({ resolution: 10 });
-    lag.enable();
+    // When this process was starved of CPU by the rest of the machine: each 10 ms tick's lateness.
+    const ticks: Array<{ at: number; late: number }> = [];
+    let lastTick = performance.now();
+    const meter = setInterval(() => {
+      const now = performance.now();
+      ticks.push({ at: now, late: Math.max(0, now - lastTick - 10) });
+      lastTick = now;
+    }, 10);
+    /** The stalls that overlap [from, to]: time a call could not be answered for want of CPU. */
+    const stalled = (from: number, to: number) =>
+      ticks.filter((t) => t.at >= from && t.at - t.late - 10 <= to).reduce((a, t) => a + t.late, 0);
     // Ten callers: five on the open limiter, three on the closed one, two on the multi-policy one.
     const load = startLoad(
       (['open', 'open', 'open', 'open', 'open', 'closed', 'closed', 'closed', 'multi', 'multi'] as const).map(
@@ -79,19 +89,27 @@ describe('Redis Cluster fail-over under load', () => {
       owner = await waitForPromotion(cluster, 'busy', killed.port);
       promotedAt = performance.now();
       expect(killed.replicas).toContain(owner);
-      await sleep(1500);
+      // The load runs on until what the assertions below read is there: more than 10 calls of the open and
+      // the closed limiter made a second or more after the promotion, and one of the multi-policy one's
+      // decided by the store.
+      const after = (name: string) => calls.filter((c) => c.name === name && c.start > promotedAt + 1000);
+      const enough = () =>
+        after('open').length > 10 && after('closed').length > 10 && after('multi').some((c) => c.decision?.source === 'store');
+      await until(enough, true, { withinMs: 30_000, what: 'calls after the promotion' });
     } finally {
       await load.stop();
-      lag.disable();
+      clearInterval(meter);
     }
 
-    // No call threw, and every one answered within the timeout and a small margin, plus the worst
-    // event-loop delay seen (time this process was starved of CPU by the rest of the machine; a call
-    // held by a dead node waits on a timer, which this does not count).
+    // No call threw, and every one answered within the timeout and a small margin, plus the stalls
+    // this process had while the call was out (a call held by a dead node waits on a timer, which a
+    // stall does not cover).
     expect(load.errors().map(String)).toEqual([]);
-    const slowest = calls.reduce((a, c) => (c.ms > a.ms ? c : a));
-    if (slowest.ms > TIMEOUT + MARGIN + lag.max / 1e6) {
-      throw new Error(`a call took ${slowest.ms.toFixed(0)} ms (${slowest.name}); event loop lag max ${(lag.max / 1e6).toFixed(0)} ms`);
+    const over = (c: { start: number; ms: number }) => c.ms - (TIMEOUT + MARGIN + stalled(c.start, c.start + c.ms));
+    const slowest = calls.reduce((a, c) => (over(c) > over(a) ? c : a));
+    if (over(slowest) > 0) {
+      const stalls = stalled(slowest.start, slowest.start + slowest.ms);
+      throw new Error(`a call took ${slowest.ms.toFixed(0)} ms (${slowest.name}); stalls meanwhile ${stalls.toFixed(0)} ms`);
     }
 
     // During the fail-over: the fail mode answers. Open allows; closed admits at most its fallback.
@@ -118,14 +136,17 @@ describe('Redis Cluster fail-over under load', () => {
     expect(events.filter((e) => e.type === 'store-error' && e.at > promotedAt + 1000)).toEqual([]);
 
     // Store errors carry type, key, error and latency; each breaker opened and closed around the fail-over.
+    // Before the kill the only error allowed is a timeout: a busy machine can starve a live Redis past
+    // 100 ms. Anything else before the kill, or no error after it, is a fault.
     const errors = events.filter((e) => e.type === 'store-error');
-    expect(errors.length).toBeGreaterThan(0);
+    const timedOut = (e: { error?: unknown }) => e.error instanceof Error && e.error.name === 'StoreTimeoutError';
+    expect(errors.filter((e) => e.at > killedAt).length).toBeGreaterThan(0);
+    expect(errors.filter((e) => e.at <= killedAt && !timedOut(e))).toEqual([]);
     for (const e of errors) {
       expect(e.key).toBe('busy');
       expect(e.error).toBeInstanceOf(Error);
       expect(e.latencyMs).toBeGreaterThanOrEqual(0);
-      expect(e.latencyMs).toBeLessThan(TIMEOUT + MARGIN + lag.max / 1e6);
-      expect(e.at).toBeGreaterThan(killedAt);
+      expect(e.latencyMs).toBeLessThan(TIMEOUT + MARGIN + stalled(e.at - (e.latencyMs ?? 0), e.at));
     }
     for (const prefix of Object.values(prefixes)) {
       const breaker = events.filter((e) => (e.prefixes ?? [e.prefix]).includes(prefix) && e.type.startsWith('breaker'));
@@ -134,7 +155,7 @@ describe('Redis Cluster fail-over under load', () => {
       expect(breaker[0]?.error).toBeInstanceOf(Error);
       expect(breaker.at(-1)?.type).toBe('breaker-close');
       expect(breaker.at(-1)?.latencyMs).toBeGreaterThan(0);
-      expect((breaker[0] as { at: number }).at).toBeGreaterThan(killedAt);
+      expect(breaker.filter((e) => e.type === 'breaker-open' && e.at <= killedAt && !timedOut(e))).toEqual([]);
     }
 
     // The new master had no script: NOSCRIPT, then EVAL reloaded it, then EVALSHA again.
@@ -152,7 +173,11 @@ describe('Redis Cluster fail-over under load', () => {
     expect(multiKeys).toHaveLength(2);
     const slots = await Promise.all(multiKeys.map((k) => client.cluster('KEYSLOT', k)));
     expect(new Set(slots).size).toBe(1);
-    await sleep(1100); // the 10/s bucket refills
+    await until(
+      () => limiters.multi.peek('busy'),
+      (d) => d.policies[0]?.remaining === d.policies[0]?.limit,
+      { what: 'the 10/s bucket refilled' },
+    );
     const before = await limiters.multi.peek('busy');
     const burst = await Promise.all(Array.from({ length: 30 }, () => limiters.multi.consume('busy')));
     const afterBurst = await limiters.multi.peek('busy');

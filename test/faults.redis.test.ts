@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
 import { scriptCalls, sleep, startRedis, uniquePrefix } from './support/redis';
+import { until } from './support/until';
 
 type Server = Awaited<ReturnType<typeof startRedis>>;
 
@@ -33,30 +34,54 @@ describe('store faults', () => {
 
   const skipOwn = process.env.REDIS_URL ? it.skip : it;
 
-  skipOwn('paused Redis: 200 concurrent calls answer within timeout + 50 ms; open allows, closed admits at most its fallback', async () => {
-    const timeout = 100;
-    const open = createLimiter({ policy: '1000/1h', store: redisStore({ client }), failMode: 'open', timeout, prefix: uniquePrefix() });
-    const closed = createLimiter({ policy: '1000/1h', fallback: '20/1h', store: redisStore({ client }), timeout, prefix: uniquePrefix() });
-    expect((await open.consume('warm')).source).toBe('store');
-    server.pause();
-    try {
-      const timed = (p: Promise<{ allowed: boolean; source: string }>) => {
-        const t = performance.now();
-        return p.then((d) => ({ ...d, ms: performance.now() - t }));
-      };
-      const results = await Promise.all([
-        ...Array.from({ length: 100 }, (_, i) => timed(open.consume(`k${i % 10}`))),
-        ...Array.from({ length: 100 }, () => timed(closed.consume('login'))),
-      ]);
-      expect(Math.max(...results.map((r) => r.ms))).toBeLessThanOrEqual(timeout + 50);
-      const [o, c] = [results.slice(0, 100), results.slice(100)];
-      expect(o.every((r) => r.allowed && r.source === 'fail-open')).toBe(true);
-      expect(c.every((r) => r.source === 'fallback')).toBe(true);
-      expect(c.filter((r) => r.allowed).length).toBe(20);
-    } finally {
-      server.resume();
-    }
-  });
+  skipOwn(
+    'paused Redis: 200 concurrent calls answer within timeout + 50 ms and measured stalls; open allows, closed admits at most its fallback',
+    async () => {
+      const timeout = 100;
+      const open = createLimiter({ policy: '1000/1h', store: redisStore({ client }), failMode: 'open', timeout, prefix: uniquePrefix() });
+      const closed = createLimiter({
+        policy: '1000/1h',
+        fallback: '20/1h',
+        store: redisStore({ client }),
+        timeout,
+        prefix: uniquePrefix(),
+      });
+      // The first call loads the script and may miss 100 ms on a busy machine: wait for one store answer.
+      const warmUntil = performance.now() + 10_000;
+      while ((await open.consume('warm')).source !== 'store') {
+        if (performance.now() > warmUntil) throw new Error('the store did not answer within 10 s');
+        await sleep(20);
+      }
+      server.pause();
+      // How late this process runs its timers meanwhile: a busy machine stalls the event loop, and a
+      // stalled loop runs the deadlines late. The summed lateness of a 10 ms tick is added to the margin.
+      let stalledMs = 0;
+      let lastTick = performance.now();
+      const meter = setInterval(() => {
+        const now = performance.now();
+        stalledMs += Math.max(0, now - lastTick - 10);
+        lastTick = now;
+      }, 10);
+      try {
+        const timed = (p: Promise<{ allowed: boolean; source: string }>) => {
+          const t = performance.now();
+          return p.then((d) => ({ ...d, ms: performance.now() - t }));
+        };
+        const results = await Promise.all([
+          ...Array.from({ length: 100 }, (_, i) => timed(open.consume(`k${i % 10}`))),
+          ...Array.from({ length: 100 }, () => timed(closed.consume('login'))),
+        ]).finally(() => clearInterval(meter));
+        expect(Math.max(...results.map((r) => r.ms))).toBeLessThanOrEqual(timeout + 50 + stalledMs);
+        const [o, c] = [results.slice(0, 100), results.slice(100)];
+        expect(o.every((r) => r.allowed && r.source === 'fail-open')).toBe(true);
+        expect(c.every((r) => r.source === 'fallback')).toBe(true);
+        expect(c.filter((r) => r.allowed).length).toBe(20);
+      } finally {
+        clearInterval(meter);
+        server.resume();
+      }
+    },
+  );
 
   skipOwn('killed then restarted Redis: fallback during the outage, the store again within 1 s of the restart', async () => {
     const limiter = createLimiter({ policy: '1000/1h', store: redisStore({ client }), timeout: 50, prefix: uniquePrefix() });
@@ -66,12 +91,11 @@ describe('store faults', () => {
     expect(during.every((d) => d.source === 'fallback' && d.allowed)).toBe(true);
     await server.restart();
     const restarted = performance.now();
-    let decision = await limiter.consume('k');
-    while (decision.source !== 'store' && performance.now() - restarted < 3000) {
-      await sleep(20);
-      decision = await limiter.consume('k');
-    }
-    expect(decision.source).toBe('store');
+    await until(
+      () => limiter.consume('k'),
+      (d) => d.source === 'store',
+      { withinMs: 3000, everyMs: 20, what: 'the store decides again' },
+    );
     expect(performance.now() - restarted).toBeLessThan(1000);
   });
 
@@ -127,36 +151,6 @@ describe('store faults', () => {
     expect((await evalCalls(server.port)) - before - 1).toBeLessThanOrEqual(4);
   });
 
-  skipOwn('breaker: while open Redis sees no calls; a successful probe closes it; events for both', async () => {
-    const events: LimiterEvent[] = [];
-    const limiter = createLimiter({
-      policy: '1000/1h',
-      store: redisStore({ client }),
-      timeout: 50,
-      breaker: { failures: 3, cooldown: 1500 },
-      prefix: uniquePrefix(),
-      onEvent: (e) => events.push(e),
-    });
-    await server.kill();
-    // Calls made while the client still reconnects wait and do not count; once an attempt has failed
-    // they fail at once and count.
-    const opened = () => events.filter((e) => e.type === 'breaker-open').length;
-    try {
-      for (let i = 0; i < 50 && opened() === 0; i++) await limiter.consume('k');
-    } finally {
-      await server.restart();
-    }
-    expect(opened()).toBe(1);
-    await new Promise((r) => (client.status === 'ready' ? r(null) : client.once('ready', r)));
-    const whileOpen = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
-    expect(whileOpen.every((d) => d.source === 'fallback')).toBe(true);
-    expect(await evalCalls(server.port)).toBe(0);
-    await sleep(1600);
-    expect((await limiter.consume('k')).source).toBe('store');
-    expect(events.filter((e) => e.type === 'breaker-close')).toHaveLength(1);
-    expect(await evalCalls(server.port)).toBeGreaterThan(0);
-  });
-
   skipOwn('breaker events come once per store transition, naming the prefixes of every limiter on that store', async () => {
     const events: LimiterEvent[] = [];
     const onEvent = (e: LimiterEvent) => {
@@ -167,7 +161,8 @@ describe('store faults', () => {
     const [a, b, c] = [uniquePrefix(), uniquePrefix(), uniquePrefix()];
     const limiters = [a, b, c].map((prefix) => createLimiter({ policy: '1000/1h', store, timeout: 50, breaker, prefix, onEvent }));
     await server.kill();
-    // Until an attempt to reconnect has failed, calls wait and do not count (see the breaker test above).
+    // Until an attempt to reconnect has failed, calls wait and do not count (the breaker's own test on
+    // every client: test/clients.standalone.test.ts).
     try {
       for (let i = 0; i < 50 && events.length === 0; i++) await Promise.all(limiters.map((l) => l.consume('k')));
       for (let i = 0; i < 2; i++) await Promise.all(limiters.map((l) => l.consume('k')));

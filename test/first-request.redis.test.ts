@@ -1,6 +1,6 @@
-// Issue 24, as a user meets it on real Redis: a reset made by another process reaches this one's deny
-// cache within a second; a node-redis client never asked to connect says so; a broken client never
-// crashes the process.
+// What a user meets from the first request on, on real Redis: a reset made by another process reaches
+// this one's deny cache within a second; a call retried after NOSCRIPT is decided once; a node-redis
+// client never asked to connect says so; a broken client never crashes the process.
 import { createLimiter, type LimiterEvent, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
@@ -22,7 +22,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe('issue 24: a reset is a reset everywhere', () => {
+describe('a reset is a reset everywhere', () => {
   it('after reset() resolves in another process, no process denies the key from its deny cache past 1 s', async () => {
     const prefix = uniquePrefix('reset');
     // Two processes: each its own client and limiter, the same counters.
@@ -41,7 +41,7 @@ describe('issue 24: a reset is a reset everywhere', () => {
   });
 });
 
-describe('issue 24: exactly once, and nothing refused that ran once', () => {
+describe('exactly once, and nothing refused that ran once', () => {
   it('a call retried after NOSCRIPT, while a later call of the same store ran, is still decided on the store', async () => {
     const real = await connect();
     // The store's first script call answers NOSCRIPT only once its second has run (another process loaded
@@ -79,7 +79,7 @@ describe('issue 24: exactly once, and nothing refused that ran once', () => {
   });
 });
 
-describe('issue 24: boot decides on the store', () => {
+describe('boot decides on the store', () => {
   it('a node-redis client whose connect() was never called goes to the fail mode, with an event that says to call connect()', async () => {
     const client = createClient({ socket: { host: '127.0.0.1', port: server.port } });
     const events: LimiterEvent[] = [];
@@ -96,7 +96,7 @@ describe('issue 24: boot decides on the store', () => {
   });
 });
 
-describe('issue 24: a broken client never crashes the process', () => {
+describe('a broken client never crashes the process', () => {
   const crashes: unknown[] = [];
   const onCrash = (e: unknown) => crashes.push(e);
   beforeAll(() => {

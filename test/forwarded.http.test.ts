@@ -1,4 +1,4 @@
-// Issue 26, part 4: a request that carries X-Forwarded-For while the framework does not trust proxies is
+// A request that carries X-Forwarded-For while the framework does not trust proxies is
 // keyed on the proxy's address. Each middleware reports it once (an event and a console warning naming the
 // framework's fix and a docs page), never when proxies are trusted or when `key` is the user's. Real servers.
 import type { AddressInfo } from 'node:net';
@@ -21,6 +21,7 @@ const FIX = {
   express: /app\.set\('trust proxy', 1\)/,
   fastify: /Fastify\(\{ trustProxy: '10\.0\.0\.0\/8' \}\) \(the proxies' addresses or CIDR ranges, not a hop count\)/,
   koa: /app\.proxy = true/,
+  hono: /rateLimit\(\{ getIP: \(c\) => \.\.\. \}\)/,
 };
 
 describe.each(harnesses.map((h) => [h.name, h] as const))('%s: the X-Forwarded-For warning', (name, harness) => {
@@ -42,7 +43,7 @@ describe.each(harnesses.map((h) => [h.name, h] as const))('%s: the X-Forwarded-F
     const message = events()[0]?.error?.message ?? '';
     expect(message).toMatch(FIX[name]);
     expect(message).toMatch(/X-Forwarded-For/);
-    expect(message).toMatch(/docs\/migrating\/.+#behind-a-proxy/);
+    expect(message).toMatch(/docs\/(migrating\/.+|hono\.md)#behind-a-proxy/);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0]?.[0]).toBe(message);
   });

@@ -37,7 +37,7 @@ const CASES: Case[] = [
   { name: 'a field selected twice runs, and costs, once', query: '{ viewer { login } viewer { id } }', requested: 1, actual: 1 },
   { name: 'only scalars on the root type cost nothing', query: '{ __typename }', requested: 0, actual: 0 },
   {
-    // viewer 1 + repositories [1 + edges 5 x (edge 1 + node 1 + issues [1 + nodes 10 x Issue 2]) + pageInfo 1] = 1 + (1 + 5 x 23 + 1) = 118
+    // viewer 1 + repositories [1 + edges 5 x (edge 1 + node 1 + issues [1 + nodes 10 x Issue (weight 2)]) + pageInfo 1] = 1 + (1 + 5 x 23 + 1) = 118
     // actual: 2 edges, 3 issues each: 1 + (1 + 2 x (1 + 1 + (1 + 3 x 2)) + 1) = 21
     name: 'nested connections sized by a variable',
     query:

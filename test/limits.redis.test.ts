@@ -10,19 +10,9 @@ import Redis, { Cluster } from 'ioredis';
 import { differential } from './support/differential';
 import { freePort, type RedisCluster, sleep, startCluster, type startRedis, uniquePrefix } from './support/redis';
 import { startRedisWithClient, stopRedisWithClient } from './support/redis-client';
+import { until } from './support/until';
 
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
-
-/** Polls `read` until it returns `want`, for at most `withinMs`; returns the last value read. */
-async function until<T>(read: () => Promise<T>, want: T, withinMs = 10_000): Promise<T> {
-  const end = Date.now() + withinMs;
-  let value = await read();
-  while (value !== want && Date.now() < end) {
-    await sleep(25);
-    value = await read();
-  }
-  return value;
-}
 
 describe('adjust, ids and concurrent slots on a real Redis', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
@@ -59,7 +49,8 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
       }),
       {
         numRuns: 120,
-        // Found by this property: an id's record lapsing exactly one window later (a test clock's TTL had slack in Redis).
+        // An id's record lapsing exactly one window later (a test clock's TTL with slack in Redis), which this
+        // property catches.
         examples: [
           [
             { limit: 1, window: 1000, algorithm: 'token-bucket' },
@@ -182,7 +173,7 @@ describe('adjust, ids and concurrent slots on a real Redis', () => {
       const limiter = createLimiter({ policy: { concurrent: 5, lease }, store: redisStore({ client }), prefix, timeout: 5000 });
       const free = () => limiter.peek('jobs').then((d) => d.remaining);
       expect(await free()).toBeLessThan(5);
-      expect(await until(free, 5, 40_000)).toBe(5);
+      await until(free, 5, { withinMs: 40_000 });
       expect((await limiter.consume('jobs')).allowed).toBe(true);
     } finally {
       child.kill('SIGKILL');

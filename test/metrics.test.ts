@@ -235,7 +235,7 @@ describe('openTelemetryMetrics', () => {
   });
 });
 
-describe('issue 24: metrics stay bounded', () => {
+describe('metrics stay bounded', () => {
   const N = 50_000;
 
   /** N decisions of one prefix, each under a plan of its own name (built per request), all allowed. */

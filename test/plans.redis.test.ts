@@ -1,4 +1,4 @@
-// Issue 13 on real Redis and real HTTP servers: per-request policies (plans) in the three adapters on the
+// Plans on real Redis and real HTTP servers: per-request policies (plans) in the three adapters on the
 // memory store and on Redis, and calendar quotas decided by the script on the server's clock.
 import { createLimiter, memoryStore, redisStore } from '@sluice/core';
 import fc from 'fast-check';

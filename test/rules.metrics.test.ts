@@ -1,4 +1,4 @@
-// Rules in the metrics (issue 27): decisions a deny or allow rule made count in sluice_decisions_total under
+// Rules in the metrics: decisions a deny or allow rule made count in sluice_decisions_total under
 // source="rule" (policy "deny" or "allow"); a process' rule changes are 'rule-change' events on sluice:event.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLimiter, createRules, type LimiterEvent, memoryStore } from '@sluice/core';

@@ -9,6 +9,7 @@ import { createLimiter, createRules, type Decision, type Rule, redisStore, type 
 import Redis, { Cluster } from 'ioredis';
 import { CLIENT_KINDS } from './support/clients';
 import { type RedisCluster, type RedisServer, sleep, startCluster, startRedis, uniquePrefix } from './support/redis';
+import { msUntil, until } from './support/until';
 
 jest.setTimeout(120_000);
 
@@ -70,16 +71,6 @@ class Child {
   }
 }
 
-/** Asks `probe` every 20 ms until `done` holds; resolves the ms it took from `since`, or throws past `limitMs`. */
-async function until<T>(since: number, limitMs: number, probe: () => Promise<T>, done: (t: T) => boolean): Promise<number> {
-  for (;;) {
-    const seen = await probe();
-    if (done(seen)) return Date.now() - since;
-    if (Date.now() - since > limitMs * 3) throw new Error(`not in force after ${Date.now() - since} ms: ${JSON.stringify(seen)}`);
-    await sleep(20);
-  }
-}
-
 interface Setup {
   client: Redis | Cluster;
   ports: number[];
@@ -136,42 +127,42 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
 
       let t = Date.now();
       await rules.override('customer:42', '1000/1h', { reason: 'ticket 1234' });
-      took.override = await until(
+      took.override = await msUntil(
         t,
-        IN_FORCE_MS,
         () => child.peek('customer:42'),
         (d) => d.limit === 1000,
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
 
       t = Date.now();
       await rules.deny('203.0.113.0/24', { reason: 'abuse' });
-      took.deny = await until(
+      took.deny = await msUntil(
         t,
-        IN_FORCE_MS,
         () => child.peek('user:7', { ip: '203.0.113.9' }),
         (d) => d.source === 'rule',
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
       const denied = await child.consume('203.0.113.77');
       expect(denied).toMatchObject({ allowed: false, source: 'rule', rule: { kind: 'deny', pattern: '203.0.113.0/24', reason: 'abuse' } });
 
       t = Date.now();
       await rules.allow('2001:db8::/32');
-      took.allow = await until(
+      took.allow = await msUntil(
         t,
-        IN_FORCE_MS,
         () => child.peek('2001:db8:1:200::/56'),
         (d) => d.source === 'rule' && d.allowed,
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
       // Allowed by the rule however often: the policy (3/1h) is skipped.
       for (let i = 0; i < 5; i++) expect(await child.consume('2001:db8:1:200::/56')).toMatchObject({ allowed: true, source: 'rule' });
 
       t = Date.now();
       expect(await rules.remove('deny', '203.0.113.0/24')).toBe(true);
-      took.remove = await until(
+      took.remove = await msUntil(
         t,
-        IN_FORCE_MS,
         () => child.peek('203.0.113.78'),
         (d) => d.source === 'store',
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
 
       for (const [what, ms] of Object.entries(took)) expect([what, ms <= IN_FORCE_MS]).toEqual([what, true]);
@@ -190,19 +181,27 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
     try {
       const t = Date.now();
       await child.write('deny', 'bad-bot', { reason: 'scraper' });
-      const took = await until(
+      const took = await msUntil(
         t,
-        IN_FORCE_MS,
         () => limiter.consume('bad-bot'),
         (d) => d.source === 'rule',
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
       expect(took).toBeLessThanOrEqual(IN_FORCE_MS);
       // A store that fails its refreshes: the copy keeps what it knew (the rules' store part refuses every call).
       const part = store.rules as NonNullable<Store['rules']>;
       const { changes, write } = part;
-      part.changes = () => Promise.reject(new Error('store down'));
+      let failed = 0;
+      part.changes = () => {
+        failed++;
+        return Promise.reject(new Error('store down'));
+      };
       try {
-        await sleep(REFRESH_MS * 2);
+        await until(
+          () => failed,
+          (n) => n >= 2,
+          { withinMs: REFRESH_MS * 5, what: 'two refreshes failed' },
+        );
         expect(await limiter.consume('bad-bot')).toMatchObject({ allowed: false, source: 'rule' });
         // A write that cannot land rejects with a SluiceError: the operator must know.
         part.write = () => Promise.reject(new Error('store down'));
@@ -232,11 +231,11 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       expect(seen.filter((d) => d.source === 'rule')).toHaveLength(0);
       const t = Date.now();
       for (const child of [a, b]) {
-        await until(
+        await msUntil(
           t,
-          IN_FORCE_MS,
           () => child.peek('abuser'),
           (d) => d.source === 'rule',
+          { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
         );
         expect(await child.consume('abuser')).toMatchObject({
           allowed: false,
@@ -252,11 +251,11 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       // Lifting the ban lifts it everywhere.
       await rules.remove('deny', 'abuser');
       for (const child of [a, b])
-        await until(
+        await msUntil(
           Date.now(),
-          IN_FORCE_MS,
           () => child.peek('abuser'),
           (d) => d.source !== 'rule',
+          { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
         );
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -274,18 +273,18 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       const [rule] = await collect(rules.list());
       const expiresAt = rule?.expiresAt as number;
       expect(expiresAt - Date.now()).toBeGreaterThan(1000);
-      await until(
+      await msUntil(
         Date.now(),
-        IN_FORCE_MS,
         () => child.peek('temp'),
         (d) => d.source === 'rule',
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
       // Lapsed by itself: no process wrote anything (the version read is the one the store had).
-      const lapsed = await until(
+      const lapsed = await msUntil(
         expiresAt,
-        1000,
         () => child.peek('temp'),
         (d) => d.source !== 'rule',
+        { withinMs: 1000 * 3, everyMs: 20, what: 'in force' },
       );
       expect(lapsed).toBeLessThanOrEqual(1000);
       // ...and not before it (the child reckons the store's clock within a round trip).
@@ -319,11 +318,11 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
       await Promise.all(Array.from({ length: 500 }, worker));
       expect(tooDear).toBeUndefined();
       const t = Date.now();
-      const took = await until(
+      const took = await msUntil(
         t,
-        IN_FORCE_MS,
         () => child.peek('w:9999'),
         (d) => d.source === 'rule',
+        { withinMs: IN_FORCE_MS * 3, everyMs: 20, what: 'in force' },
       );
       expect(took).toBeLessThanOrEqual(IN_FORCE_MS);
       for (const key of ['w:0', 'w:4999']) expect(await child.peek(key)).toMatchObject({ source: 'rule' });
@@ -358,11 +357,11 @@ describe.each(['standalone', 'cluster'] as const)('rules on Redis %s, two proces
     const child = new Child(mode, setup.ports, prefix);
     await child.ready;
     try {
-      await until(
+      await msUntil(
         t,
-        10_000,
         () => child.peek('key:99998'),
         (d) => d.source === 'rule',
+        { withinMs: 10_000 * 3, everyMs: 20, what: 'in force' },
       );
       expect(await child.consume('key:99999')).toMatchObject({ source: 'store' });
       expect(await child.consume('u', { ip: '10.0.0.22' })).toMatchObject({ source: 'rule', rule: { pattern: '10.0.0.20/30' } });
@@ -417,21 +416,21 @@ describe('rules on every client the Redis store takes (standalone)', () => {
       await rules.override('k', '50/1m');
       await rules.deny('10.9.0.0/16', { ttl: '1h', reason: kind.name });
       expect((await collect(rules.list())).map((r) => r.kind).sort()).toEqual(['deny', 'override']);
-      await until(
+      await msUntil(
         Date.now(),
-        700,
         () => limiter.peek('x', { ip: '10.9.3.4' }) as Promise<never>,
         (d: Seen) => d.source === 'rule',
+        { withinMs: 700 * 3, everyMs: 20, what: 'in force' },
       );
       expect((await limiter.peek('k')).limit).toBe(50);
       // And the tested client reads what the other wrote.
       const back = createLimiter({ policy: '5/1m', store: redisStore({ client: tested.client }), prefix, rules, timeout: 2000 });
       await reader.deny('gone');
-      await until(
+      await msUntil(
         Date.now(),
-        700,
         () => back.peek('gone') as Promise<never>,
         (d: Seen) => d.source === 'rule',
+        { withinMs: 700 * 3, everyMs: 20, what: 'in force' },
       );
       await back.close();
     } finally {

@@ -1,21 +1,25 @@
-// shed() in Express, Fastify and Koa over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
-// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; shedGuard()
-// in front of each app, on node:http's request and response, and both on one shedder.
+// shed() in Express, Fastify, Koa and Hono over real HTTP on 127.0.0.1: 503 + Retry-After + problem+json when no
+// slot is left, priorities, maxWait, and a slot given back when the client leaves mid-request; each one's
+// shedGuard() in front of the app, on node:http's request and response, and both on one shedder.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
+import { createAdaptorServer, getRequestListener } from '@hono/node-server';
 import { createShedder, type Priority, type Shedder } from '@sluice/core';
 import { shed as expressShed, shedGuard as expressShedGuard } from '@sluice/express';
 import { shed as fastifyShed, shedGuard as fastifyShedGuard } from '@sluice/fastify';
+import { shed as honoShed, shedGuard as honoShedGuard } from '@sluice/hono';
 import { shed as koaShed, shedGuard as koaShedGuard } from '@sluice/koa';
 import { prometheusMetrics } from '@sluice/metrics';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import Koa from 'koa';
 import { Registry } from 'prom-client';
+import { until } from './support/until';
 
-type Framework = 'express' | 'fastify' | 'koa' | 'express in front' | 'koa in front' | 'fastify in front';
+type Framework = 'express' | 'fastify' | 'koa' | 'hono' | 'express in front' | 'koa in front' | 'fastify in front' | 'hono in front';
 /** How shed() is mounted: as the app's middleware, shedGuard() in front of the app on node:http, or both (one shedder). */
 type Mount = 'app' | 'front' | 'both';
 
@@ -73,6 +77,18 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
             0,
             '127.0.0.1',
           );
+  } else if (framework.startsWith('hono')) {
+    const app = new Hono();
+    if (mount !== 'front') app.use(honoShed({ shedder, priority: (c) => priorityOf(c.req.header('x-priority')) }));
+    const guard = honoShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
+    app.get('/slow', async (c) => c.text(await slow()));
+    app.get('/fast', (c) => c.text('ok'));
+    const listener = getRequestListener(app.fetch);
+    server = (
+      mount === 'app'
+        ? createAdaptorServer({ fetch: app.fetch })
+        : createServer((req, res) => guard(req, res, (error) => (error ? res.writeHead(500).end() : listener(req, res))))
+    ).listen(0, '127.0.0.1') as Server;
   } else {
     // In front: Fastify's shedGuard on node:http, through its serverFactory.
     const guard = fastifyShedGuard({ shedder, priority: (req) => priorityOf(req.headers['x-priority']) });
@@ -99,13 +115,7 @@ async function start(framework: Framework, shedder: Shedder, both = false): Prom
   };
 }
 
-/** Waits (up to 2 s) until `ok()` holds: a slot comes back after a socket event and one turn of the loop. */
-async function until(ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(ok()).toBe(true);
-}
-
-describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa in front', 'fastify in front'])(
+describe.each<Framework>(['express', 'fastify', 'koa', 'hono', 'express in front', 'koa in front', 'fastify in front', 'hono in front'])(
   'shed() in %s',
   (framework) => {
     let app: App | undefined;
@@ -116,7 +126,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
     });
 
     test('a priority(req) that throws answers 500 and holds no slot (in front: the documented next)', async () => {
-      // Koa's default error handler logs what reached it; the others' (test mode, no logger) log nothing.
+      // Koa's and Hono's default error handlers log what reached them; the others' (test mode, no logger) log nothing.
       const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
       try {
         const shedder = createShedder({ limit: { initial: 1, min: 1, max: 1 } });
@@ -126,7 +136,8 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
         expect(shedder.inFlight).toBe(0);
         expect((await fetch(`${app.url}/fast`)).status).toBe(200);
         const logs = logged.mock.calls.map((args) => args.join(' '));
-        if (framework === 'koa') expect(logs).toEqual([expect.stringContaining('SluiceError: priority(req) threw')]);
+        if (framework === 'koa' || framework === 'hono')
+          expect(logs).toEqual([expect.stringContaining('SluiceError: priority(req) threw')]);
         else expect(logs).toEqual([]);
       } finally {
         logged.mockRestore();
@@ -146,7 +157,7 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
       expect(await refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
       app.open();
       expect((await first).status).toBe(200);
-      await until(() => shedder.inFlight === 0);
+      await until(() => shedder.inFlight, 0);
       expect((await fetch(`${app.url}/fast`)).status).toBe(200);
       shedder.close();
     });
@@ -201,9 +212,9 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
         const first = fetch(`${app.url}/slow`);
         await app.entered;
         const earlier = fetch(`${app.url}/fast`);
-        await until(() => refused.length === 1);
+        await until(() => refused.length, 1);
         const normal = fetch(`${app.url}/fast?second`);
-        await until(() => refused.length === 2);
+        await until(() => refused.length, 2);
         const critical = fetch(`${app.url}/fast`, { headers: { 'x-priority': 'critical' } });
         expect((await normal).status).toBe(503); // shed now, not after 10 s
         app.open();
@@ -240,34 +251,37 @@ describe.each<Framework>(['express', 'fastify', 'koa', 'express in front', 'koa 
       await app.entered;
       expect(shedder.inFlight).toBe(1);
       socket.destroy();
-      await until(() => shedder.inFlight === 0); // while the handler still waits
+      await until(() => shedder.inFlight, 0); // while the handler still waits
       expect((await fetch(`${app.url}/fast`)).status).toBe(200);
       shedder.close();
     });
   },
 );
 
-describe.each<Framework>(['express', 'koa', 'fastify'])('shed() in %s and shedGuard() in front of it, on one shedder', (framework) => {
-  test('one request takes one slot, given back once', async () => {
-    const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0, normal: 0 } });
-    const app = await start(framework, shedder, true);
-    try {
-      const first = fetch(`${app.url}/slow`);
-      await app.entered;
-      expect(shedder.inFlight).toBe(1); // not 2: the gate inside the app saw the slot taken in front
-      expect((await fetch(`${app.url}/fast`)).status).toBe(200);
-      app.open();
-      expect((await first).status).toBe(200);
-      await until(() => shedder.inFlight === 0);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(shedder.inFlight).toBe(0); // not -1
-    } finally {
-      app.open();
-      await app.close();
-      shedder.close();
-    }
-  });
-});
+describe.each<Framework>(['express', 'koa', 'hono', 'fastify'])(
+  'shed() in %s and shedGuard() in front of it, on one shedder',
+  (framework) => {
+    test('one request takes one slot, given back once', async () => {
+      const shedder = createShedder({ limit: { initial: 2, min: 2, max: 2 }, reserve: { critical: 0, normal: 0 } });
+      const app = await start(framework, shedder, true);
+      try {
+        const first = fetch(`${app.url}/slow`);
+        await app.entered;
+        expect(shedder.inFlight).toBe(1); // not 2: the gate inside the app saw the slot taken in front
+        expect((await fetch(`${app.url}/fast`)).status).toBe(200);
+        app.open();
+        expect((await first).status).toBe(200);
+        await until(() => shedder.inFlight, 0);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(shedder.inFlight).toBe(0); // not -1
+      } finally {
+        app.open();
+        await app.close();
+        shedder.close();
+      }
+    });
+  },
+);
 
 test('prometheusMetrics counts sheds by priority and reports the limit and slots in flight', async () => {
   const register = new Registry();
@@ -288,7 +302,7 @@ test('prometheusMetrics counts sheds by priority and reports the limit and slots
     expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 1']);
     app.open();
     await held;
-    await until(() => shedder.inFlight === 0);
+    await until(() => shedder.inFlight, 0);
     await new Promise((resolve) => setImmediate(resolve));
     expect(await value('sluice_in_flight')).toEqual(['sluice_in_flight{shedder="default"} 0']);
     await app.close();
@@ -310,7 +324,7 @@ test("several shedders: each one's gauges and sheds under its own name (the shed
     await b.entered;
     expect((await fetch(`${b.url}/fast`)).status).toBe(503);
     expect((await fetch(`${a.url}/fast`)).status).toBe(200);
-    await until(() => api.inFlight === 0);
+    await until(() => api.inFlight, 0);
     await new Promise((resolve) => setImmediate(resolve));
     const value = async (name: string) => (await register.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
     expect(await value('sluice_shed_total')).toEqual(['sluice_shed_total{shedder="admin",priority="normal"} 1']);

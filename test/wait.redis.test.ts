@@ -1,4 +1,4 @@
-// limiter.wait and rateLimitedFetch across two processes on one Redis (issue 28): each process runs the
+// limiter.wait and rateLimitedFetch across two processes on one Redis: each process runs the
 // built @sluice/core (test/consumers/wait-child.cjs; `pnpm build` first). Times are Date.now() of one
 // machine, read in both processes. Margins: a turn is never more than half a store round trip early (50 ms
 // allowed), and may be late on a busy machine (upper bounds are a second or more past the turn).

@@ -119,7 +119,34 @@ async function koa() {
   });
 }
 
-const start = { express, fastify, koa }[framework];
+async function hono() {
+  const { Hono } = await import('hono');
+  const { serve } = await import('@hono/node-server');
+  const app = new Hono();
+  const key = (c) => c.req.header(HEADER);
+  if (contender.startsWith('sluice-')) {
+    const { rateLimit } = await import('@sluice/hono');
+    app.use(rateLimit(await sluiceOptions(key)));
+  } else if (contender === 'hono-rate-limiter') {
+    const { rateLimiter } = await import('hono-rate-limiter');
+    const { RedisStore } = await import('@hono-rate-limiter/redis');
+    const redis = await redisClient();
+    // @hono-rate-limiter/redis speaks to an @upstash/redis-shaped client: ioredis's commands under those names.
+    const client = {
+      scriptLoad: (script) => redis.script('LOAD', script),
+      evalsha: (sha, keys, args) => redis.evalsha(sha, keys.length, ...keys, ...args),
+      decr: (k) => redis.decr(k),
+      del: (k) => redis.del(k),
+    };
+    app.use(rateLimiter({ windowMs: WINDOW_MS, limit: LIMIT, keyGenerator: key, store: new RedisStore({ client }) }));
+  } else if (contender !== 'bare') throw new Error(`unknown hono contender ${contender}`);
+  app.get('/', TEXT ? (c) => c.text('ok') : (c) => c.json(BODY));
+  return new Promise((resolve) => {
+    serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port));
+  });
+}
+
+const start = { express, fastify, koa, hono }[framework];
 if (start === undefined) throw new Error(`unknown framework ${framework}`);
 // Nothing outlives the benchmark: when the parent goes, so does this process. SIGTERM exits normally,
 // so that a --cpu-prof profile gets written.

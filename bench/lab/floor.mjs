@@ -1,6 +1,7 @@
-// The floor under issue 17's targets: what the least any exact Redis limiter can do costs this machine,
-// measured beside sluice in one run on one redis-server. Every decision of an exact limiter on Redis
-// reads and writes its key on the server, inside one script so that no other client comes between; so
+// The floor under the CPU targets (Redis and Node CPU per decision, CPU added per HTTP request): what
+// the least any exact Redis limiter can do costs this machine, measured beside sluice in one run on one
+// redis-server. Every decision of an exact limiter on Redis reads and writes its key on the server,
+// inside one script so that no other client comes between; so
 // the floor is a script call that does only that: a GET and a SET ... KEEPTTL per key, answering three
 // integers per key as sluice's does. Beside it, the same calls doing nothing (`return {}`: a script
 // call's own cost) and sluice's token bucket (its script, one decision per key, as its store sends it).
@@ -185,7 +186,7 @@ row(WHOLE, WHOLE, "(the store's)");
 const floor = (batch) => stats(figures[`the floor: GET + SET KEEPTTL per key @${batch}`].redis).median;
 const alone = (batch) => stats(figures[`a script call alone (return {}) @${batch}`].redis).median;
 console.log(`
-Against issue 17's targets (medians):
+Against the CPU targets (medians):
 - Redis CPU per decision at 512 in flight, target at most 1.5 µs: the floor is ${floor(512).toFixed(2)} µs per key; sluice's script ${stats(figures[`${SLUICE} @512`].redis).median.toFixed(2)}.
 - CPU added per HTTP request, target at most 3 µs (server + Redis) on Fastify and Koa: at ${BATCHES[0]} keys per call, Redis alone spends ${floor(BATCHES[0]).toFixed(2)} µs per key on the floor (${alone(BATCHES[0]).toFixed(2)} of it the call's own cost), before the server's share.
 - Node CPU per decision at 512 in flight, target at most 1.2 µs: sluice's consume() ${stats(figures[WHOLE].node).median.toFixed(2)} µs, the floor's raw calls ${stats(figures[`the floor: GET + SET KEEPTTL per key @512`].node).median.toFixed(2)} µs, a promise per key on them ${stats(figures[LEAST].node).median.toFixed(2)} µs.`);

@@ -1,4 +1,4 @@
-// What a shed request costs the server (issue 29): CPU per request when every request is answered 503 by
+// What a shed request costs the server: CPU per request when every request is answered 503 by
 // shed() (a shedder whose one slot is held), against the bare app's 200, per framework; with V=raw (Express),
 // a 503 written by the first middleware with writeHead/end; with V=front (Express, Koa), shedGuard() mounted in
 // front of the app on node:http; with V=pre, node:http alone. Closed loop,

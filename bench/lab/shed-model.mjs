@@ -1,5 +1,5 @@
-// A model of a Node server under an open-loop load, driven through the real createShedder on a simulated clock
-// (issue 29): what the shedder's rule does, apart from what a shared machine does to a benchmark's timings.
+// A model of a Node server under an open-loop load, driven through the real createShedder on a simulated clock:
+// what the shedder's rule does, apart from what a shared machine does to a benchmark's timings.
 // Requests arrive on a fixed schedule (rate x capacity); the server runs turns of its event loop: each turn reads
 // every request that arrived before it began and runs them one after another, an admitted one for `service` ms
 // (the handler plus its framework), a shed one for `shedCost` ms (the framework's cost of reading and answering

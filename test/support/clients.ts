@@ -7,7 +7,7 @@ import Redis6, { Cluster as Cluster6 } from 'ioredis6';
 import Valkey, { Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
-import { sleep } from './redis';
+import { until } from './until';
 
 type RedisClient = RedisStoreOptions['client'];
 
@@ -15,7 +15,7 @@ type RedisClient = RedisStoreOptions['client'];
 export interface TestClient {
   client: RedisClient;
   /** Resolves once the client can send (its first connection, or a reconnection, is up). */
-  ready(withinMs?: number): Promise<void>;
+  ready(withinMs?: number): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -39,20 +39,12 @@ const RETRY_MS = 50;
 type IoredisCtor = typeof Redis | typeof Redis6 | typeof Valkey;
 type IoredisClusterCtor = typeof Cluster | typeof Cluster6 | typeof ValkeyCluster;
 
-async function until(check: () => boolean, withinMs: number, what: string): Promise<void> {
-  const end = Date.now() + withinMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what} within ${withinMs} ms`);
-    await sleep(10);
-  }
-}
-
 function ioredisKind(name: string, RedisCtor: IoredisCtor, ClusterCtor: IoredisClusterCtor): ClientKind {
   const wrap = async (client: Redis | Cluster, wait = true): Promise<TestClient> => {
     client.on('error', () => {});
     const t: TestClient = {
       client: client as unknown as RedisClient,
-      ready: (withinMs = 10_000) => until(() => client.status === 'ready', withinMs, `${name} was not ready`),
+      ready: (withinMs = 10_000) => until(() => client.status === 'ready', true, { withinMs, what: `${name} ready` }),
       async close() {
         client.disconnect();
       },
@@ -98,7 +90,7 @@ function nodeRedisKind(
       const connected = client.connect().catch(() => {});
       const t: TestClient = {
         client: client as unknown as RedisClient,
-        ready: (withinMs = 10_000) => until(() => client.isReady, withinMs, `${name} was not ready`),
+        ready: (withinMs = 10_000) => until(() => client.isReady, true, { withinMs, what: `${name} ready` }),
         async close() {
           if (client.isOpen) await (client as ReturnType<typeof createClient>).disconnect().catch(() => {});
         },
@@ -121,7 +113,10 @@ function nodeRedisKind(
       const t: TestClient = {
         client: cluster as unknown as RedisClient,
         ready: (withinMs = 10_000) =>
-          until(() => cluster.isOpen && masters().every((m) => m.client?.isReady === true), withinMs, `${name} cluster was not ready`),
+          until(() => cluster.isOpen && masters().every((m) => m.client?.isReady === true), true, {
+            withinMs,
+            what: `${name} cluster ready`,
+          }),
         async close() {
           await (cluster as ReturnType<typeof createCluster>).disconnect().catch(() => {});
         },

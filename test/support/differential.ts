@@ -31,7 +31,7 @@ export type Op =
   /** Moves the clock by `ms`. */
   | { kind: 'step'; ms: number }
   /**
-   * A reservation (limiter.wait's store call, issue 28), asked of both stores as it is: compared, and
+   * A reservation (limiter.wait's store call), asked of both stores as it is: compared, and
    * skipped where wait() would not send one (a policy that cannot reserve, a cost past the capacity).
    */
   | { kind: 'reserve'; cost: number; maxWaitMs: number };

@@ -4,16 +4,21 @@
 // own apps; its URL is there too, for a client outside this process (a CLI, a child process).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import Router from '@koa/router';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
+import { rateLimit as honoRateLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
+import { type Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import Koa from 'koa';
 import request from 'supertest';
 
-export type FrameworkName = 'express' | 'fastify' | 'koa';
+export type FrameworkName = 'express' | 'fastify' | 'koa' | 'hono';
 
 /**
  * Adapter options, loosely typed here on purpose: the suite passes the same object to all three adapters
@@ -37,7 +42,10 @@ export interface StartOptions {
   /** App-level options: `app.use(rateLimit(app))` (Express, Koa) or `app.register(rateLimit, app)` (Fastify). */
   app?: Options;
   routes: RouteSpec[];
-  /** express `app.set('trust proxy', true)`, fastify `{ trustProxy: true }`, koa `app.proxy = true`. */
+  /**
+   * express `app.set('trust proxy', true)`, fastify `{ trustProxy: true }`, koa `app.proxy = true`; hono (which
+   * trusts no proxy) `getIP` reading the first X-Forwarded-For address.
+   */
   trustProxy?: boolean;
   /** Fastify only: `app.setErrorHandler(errorHandler)`. */
   errorHandler?: (error: unknown, request: unknown, reply: unknown) => unknown;
@@ -187,7 +195,43 @@ const koaHarness: Harness = {
   },
 };
 
-export const harnesses: Harness[] = [expressHarness, fastifyHarness, koaHarness];
+/** Hono's stand-in for a trusted proxy: the first X-Forwarded-For address, as Express's `trust proxy` true reads it. */
+const forwardedFor = (c: Context) => c.req.header('x-forwarded-for')?.split(',')[0]?.trim() ?? getConnInfo(c).remote.address;
+
+const honoHarness: Harness = {
+  name: 'hono',
+  async start({ app: appOptions, routes, trustProxy }) {
+    const app = new Hono();
+    // The suite's functions read `req.headers` as Express, Fastify and Koa hand it over: a copy on the context.
+    app.use(async (c, next) => {
+      Object.assign(c, { headers: Object.fromEntries(c.req.raw.headers) });
+      await next();
+    });
+    // c.body, not c.json: c.json walks its headers with for...in, which a polluted Object.prototype breaks (a test pollutes it).
+    const json = (c: Context, value: unknown, status = 200) => {
+      c.res.headers.set('Content-Type', 'application/json');
+      return c.body(JSON.stringify(value), status as ContentfulStatusCode);
+    };
+    app.onError((error, c) => json(c, { error: error.message }, (error as { status?: number }).status ?? 500));
+    const withProxy = (o: Options) => (trustProxy ? { getIP: forwardedFor, ...o } : o);
+    if (appOptions) app.use(honoRateLimit(withProxy(appOptions) as never));
+    for (const route of routes) {
+      const handler = (c: Context) => {
+        if (route.throws) throw boom(route.throws);
+        return json(c, body(route.path, c.get('rateLimit' as never)));
+      };
+      const method = route.method === 'GET' ? 'get' : 'post';
+      if (route.options) app[method](route.path, honoRateLimit(withProxy(route.options) as never), handler);
+      else app[method](route.path, handler);
+    }
+    return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
+  },
+  async create(options) {
+    honoRateLimit(options as never);
+  },
+};
+
+export const harnesses: Harness[] = [expressHarness, fastifyHarness, koaHarness, honoHarness];
 
 // ---------------------------------------------------------------------------------------------------------------
 // draft-ietf-httpapi-ratelimit-headers-10 fields are RFC 8941 structured-field lists:

@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Decision } from '@sluice/core';
 import { sleep } from './redis';
+import { until } from './until';
 
 /** One call of a worker. */
 export interface Call<N extends string = string> {
@@ -65,9 +66,9 @@ export function startLoad<N extends string>(workers: ReadonlyArray<readonly [N, 
       const answered = calls.filter((c) => c.decision !== undefined);
       return answered.length >= n && answered.slice(-n).every((c) => c.end > since && c.decision?.source === 'store');
     },
-    async untilSettled(since, withinMs = 15_000, n = 20) {
-      while (performance.now() < since + withinMs && !load.settled(since, n)) await sleep(50);
-      return load.settled(since, n);
+    untilSettled(since, withinMs = 15_000, n = 20) {
+      const left = since + withinMs - performance.now();
+      return until(() => load.settled(since, n), true, { withinMs: left, everyMs: 50 }).catch(() => false);
     },
     async stop() {
       stopped = true;

@@ -1,9 +1,11 @@
-// The peers' options type-check as the peers type them (issue 26: a drop-in switches by its import, in
+// The peers' options type-check as the peers type them (a drop-in switches by its import, in
 // TypeScript too): express-rate-limit's functions of (req, res), handler; @fastify/rate-limit's allowList,
-// ban, errorResponseBuilder, max as a function of (request, key).
+// ban, errorResponseBuilder, max as a function of (request, key); hono-rate-limiter's functions of the context.
 import { rateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
+import { rateLimit as honoRateLimit } from '@sluice/hono';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 
 export const express: unknown[] = [
   rateLimit({
@@ -29,4 +31,30 @@ export async function fastify(): Promise<void> {
     errorResponseBuilder: (_request, context) => ({ statusCode: context.statusCode, message: `retry in ${context.after}` }),
     addHeaders: { 'retry-after': false },
   });
+}
+
+export function hono(): unknown {
+  const app = new Hono<{ Variables: { user?: string } }>();
+  app.use(
+    honoRateLimit({ windowMs: 15 * 60_000, limit: 100, standardHeaders: 'draft-7', keyGenerator: (c) => c.req.header('x-api-key') ?? '' }),
+  );
+  app.use(
+    honoRateLimit({
+      limit: async (c) => (c.req.header('x-plan') === 'pro' ? 1000 : 100),
+      message: async (c) => ({ error: `slow down on ${c.req.path}` }),
+      statusCode: 503,
+      handler: (c, _next, options) => c.text(String(options.message), 429),
+      skip: (c) => c.req.path === '/health',
+      skipFailedRequests: true,
+      requestWasSuccessful: (c) => c.res.status < 400,
+      requestPropertyName: 'limits',
+      failMode: 'open',
+    }),
+  );
+  app.get('/', honoRateLimit({ windowMs: 60_000, limit: 5, requestPropertyName: 'limits' }), (c) =>
+    c.json({ left: c.var.limits?.remaining }),
+  );
+  // @ts-expect-error standardHeaders is a boolean, 'draft-6' or 'draft-7' in hono-rate-limiter
+  honoRateLimit({ windowMs: 60_000, limit: 5, standardHeaders: 'draft-8' });
+  return app;
 }

@@ -5,9 +5,18 @@ import * as core from '@sluice/core';
 import * as express from '@sluice/express';
 import * as fastify from '@sluice/fastify';
 import * as graphql from '@sluice/graphql';
+import * as hono from '@sluice/hono';
 import * as koa from '@sluice/koa';
 
-const names = ['@sluice/core', '@sluice/core/adapter', '@sluice/express', '@sluice/fastify', '@sluice/koa', '@sluice/graphql'];
+const names = [
+  '@sluice/core',
+  '@sluice/core/adapter',
+  '@sluice/express',
+  '@sluice/fastify',
+  '@sluice/koa',
+  '@sluice/hono',
+  '@sluice/graphql',
+];
 const resolved = Object.fromEntries(names.map((name) => [name, fileURLToPath(import.meta.resolve(name))]));
 const exercise = createRequire(import.meta.url)('./exercise.cjs');
-console.log(JSON.stringify(await exercise({ core, express, fastify, koa, graphql, resolved })));
+console.log(JSON.stringify(await exercise({ core, express, fastify, koa, hono, graphql, resolved })));

@@ -47,6 +47,15 @@ function viaKoa(rateLimit) {
   return twice(http.createServer(app.callback()));
 }
 
+function viaHono(rateLimit) {
+  const { Hono } = require('hono');
+  const { createAdaptorServer } = require('@hono/node-server');
+  const app = new Hono();
+  app.use(rateLimit({ policy: '1/1m' }));
+  app.get('/', (c) => c.text('ok'));
+  return twice(createAdaptorServer({ fetch: app.fetch }));
+}
+
 /** A real decision in Redis through the consumer's own ioredis (REDIS_URL is set for the projects that have one). */
 async function viaRedis(core) {
   const { Redis } = require('ioredis');
@@ -80,7 +89,7 @@ function viaGraphql(core, graphql) {
   };
 }
 
-module.exports = async function exercise({ core, express, fastify, koa, graphql, resolved }) {
+module.exports = async function exercise({ core, express, fastify, koa, hono, graphql, resolved }) {
   const limiter = core.createLimiter({ policy: '2/1m' });
   const memory = [];
   for (let i = 0; i < 3; i++) memory.push((await limiter.consume('k')).allowed);
@@ -94,11 +103,21 @@ module.exports = async function exercise({ core, express, fastify, koa, graphql,
     resolved,
     memory,
     refused,
-    exports: [express.rateLimit, express.default, fastify.rateLimit, fastify.default, koa.rateLimit, koa.default].map((f) => typeof f),
+    exports: [
+      express.rateLimit,
+      express.default,
+      fastify.rateLimit,
+      fastify.default,
+      koa.rateLimit,
+      koa.default,
+      hono.rateLimit,
+      hono.default,
+    ].map((f) => typeof f),
     express: await viaExpress(express.rateLimit),
     fastify: await viaFastify(fastify.default),
     koa: await viaKoa(koa.rateLimit),
     graphql: viaGraphql(core, graphql),
+    hono: await viaHono(hono.rateLimit),
     redis: process.env.REDIS_URL ? await viaRedis(core) : undefined,
   };
 };

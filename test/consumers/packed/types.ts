@@ -5,9 +5,11 @@ import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimit
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
 import { costLimit, type QueryCost } from '@sluice/graphql';
+import { rateLimit as honoRateLimit, webSocketLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import Koa from 'koa';
 
 const store: Store = memoryStore({ maxKeys: 1000 });
@@ -57,3 +59,8 @@ interface GraphqlContext {
 export const graphqlLimit = costLimit({ limiter, key: (ctx: GraphqlContext) => ctx.user.id, maxCost: 1000, cost: { defaultListSize: 20 } });
 export const graphqlPlugins = [graphqlLimit.envelop(), graphqlLimit.apollo(), graphqlLimit.mercurius()] as const;
 export const spent = (cost: QueryCost): number => cost.actualQueryCost ?? cost.requestedQueryCost;
+export const honoApp = new Hono();
+honoApp.use(honoRateLimit({ policy: '100/1m', key: (c) => c.req.header('x-user') ?? 'anonymous' }));
+honoApp.get('/', (c) => c.text(`${c.var.rateLimit?.remaining ?? 'no'} left`));
+honoApp.get('/peer', honoRateLimit({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.path }), (c) => c.text('ok'));
+export const messages = webSocketLimit({ policy: '20/1s', onLimited: 'drop' });

@@ -1,5 +1,5 @@
-// Issue 24 ("Right from the first request"): options are refused or honoured when the limiter or the
-// middleware is built, never at request time. Memory store; real HTTP servers (test/support/http).
+// Options are refused or honoured when the limiter or the middleware is built, never at request time.
+// Memory store; real HTTP servers (test/support/http).
 import { createLimiter, type Limiter, memoryStore, redisStore } from '@sluice/core';
 import Redis from 'ioredis';
 import { type Harness, harnesses, type Running, type StartOptions } from './support/http';
@@ -18,7 +18,7 @@ async function statuses(running: Running, path: string, n: number): Promise<numb
 
 const OPTION = { name: 'SluiceError', code: 'ERR_SLUICE_OPTION' };
 
-describe('issue 24: unknown fields are refused everywhere', () => {
+describe('unknown fields are refused everywhere', () => {
   let limiter: Limiter;
   beforeEach(() => {
     limiter = createLimiter({ policy: '10/1m' });
@@ -64,14 +64,14 @@ describe('issue 24: unknown fields are refused everywhere', () => {
   });
 });
 
-describe.each(harnesses)('issue 24 on $name', (h: Harness) => {
+describe.each(harnesses)('options on $name', (h: Harness) => {
   const start = async (options: StartOptions) => {
     const running = await h.start(options);
     open.push(running);
     return running;
   };
 
-  describe('issue 24: no option from a prototype', () => {
+  describe('no option from a prototype', () => {
     it('an options object whose prototype says shadow still denies', async () => {
       const app = Object.setPrototypeOf({ policy: '2/1m', store: memoryStore() }, { shadow: true });
       const running = await start({ app, routes: [{ method: 'GET', path: '/r' }] });
@@ -102,7 +102,7 @@ describe.each(harnesses)('issue 24 on $name', (h: Harness) => {
     });
   });
 
-  describe('issue 24: a constant cost above capacity is caught at construction', () => {
+  describe('a constant cost above capacity is caught at construction', () => {
     const COST = { name: 'SluiceError', code: 'ERR_SLUICE_COST', message: expect.stringMatching(/cost 5 .*capacity 3/) };
 
     it('refuses cost 5 on a 3/1m policy, its own or a shared limiter’s', async () => {
