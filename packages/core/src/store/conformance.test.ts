@@ -37,7 +37,15 @@ describe('runStoreVectors', () => {
     const keys: string[] = [];
     const seen = (clock: () => number): Store => {
       const inner = memoryStore({ clock });
-      return { ...inner, local: true, decide: (r) => (keys.push(...r.keys), inner.decide(r)), close: () => inner.close() };
+      return {
+        ...inner,
+        local: true,
+        decide: (r) => {
+          keys.push(...r.keys);
+          return inner.decide(r);
+        },
+        close: () => inner.close(),
+      };
     };
     await runStoreVectors(seen, { prefix: 'p:' });
     expect(keys.length).toBeGreaterThan(decisions);
