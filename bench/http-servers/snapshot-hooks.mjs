@@ -11,8 +11,9 @@ const SNAPSHOT = process.env.SLUICE_BENCH_SNAPSHOT && new URL(`${process.env.SLU
 
 // The snapshot holds <name>/package.json and <name>/dist/ of every packages/<name>.
 export async function resolve(specifier, context, nextResolve) {
-  const sluice = /^@sluice\/([a-z]+)$/.exec(specifier);
-  if (sluice) return { url: new URL(`${sluice[1]}/dist/esm/index.js`, SNAPSHOT).href, shortCircuit: true };
+  // A package's subpath too (@sluice/core/adapter): the adapters' kit must be the snapshot's, as the adapters are.
+  const sluice = /^@sluice\/([a-z]+)(?:\/([a-z]+))?$/.exec(specifier);
+  if (sluice) return { url: new URL(`${sluice[1]}/dist/esm/${sluice[2] ?? 'index'}.js`, SNAPSHOT).href, shortCircuit: true };
   const parent = context.parentURL;
   const relative = specifier.startsWith('.') || specifier.startsWith('/');
   if (relative || !parent?.startsWith(SNAPSHOT)) return nextResolve(specifier, context);
