@@ -11,7 +11,7 @@
 //   slots.ts         concurrent slots (release), adjust.ts (adjust), finish.ts (shadow mode, denied event)
 //   wait.ts          wait(): a reservation through the store call, or asking again
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
-// sluice:decision, every event on sluice:event.
+// sluice:decision, every event on sluice:event (events.ts makes both).
 import { performance } from 'node:perf_hooks';
 import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
