@@ -1,0 +1,43 @@
+// RateLimitedException: how the guard refuses an HTTP request or a resolver, so that the app's exception
+// filters shape the answer; and the refusal of a WebSocket message, which Nest's gateways answer by an
+// `exception` event.
+import { HttpException } from '@nestjs/common';
+import type { Decision } from '@sluice/core';
+import type { LimitedResponse } from '@sluice/core/adapter';
+
+/**
+ * Thrown by SluiceGuard for a request over its limit: an HttpException whose status is the limited response's
+ * (429; 403 for a deny rule or a ban; 503 while the store cannot answer and the limiter refuses) and whose
+ * response is its body (problem+json by default, parsed), so Nest's default filter answers as the other adapters
+ * do. Retry-After and the RateLimit headers are already set. `decision` is the Decision.
+ * @example @Catch(RateLimitedException) class Filter { catch(e: RateLimitedException, host: ArgumentsHost) { ... e.decision.retryAfterMs ... } }
+ */
+export class RateLimitedException extends HttpException {
+  constructor(
+    /** The decision that refused the request. */
+    readonly decision: Decision,
+    response: LimitedResponse,
+  ) {
+    super(response.contentType.includes('json') ? (JSON.parse(response.body) as Record<string, unknown>) : response.body, response.status);
+  }
+}
+
+/** What the guard sends a WebSocket client for a message over the limit. */
+export interface WsRefusal {
+  status: number;
+  retryAfterMs: number;
+}
+
+/**
+ * The refusal of a message: a WsException, which Nest's gateway filter emits to the client as an `exception` event
+ * (socket.io). Nest's ws adapter has no `emit` on the wire: its client is sent `{"event":"exception","data":...}`
+ * here. @nestjs/websockets is loaded only when a gateway is limited (an optional peer).
+ */
+export async function wsRefusal(client: Record<string, unknown> | undefined, data: WsRefusal): Promise<Error> {
+  const { WsException } = await import('@nestjs/websockets');
+  const send = client?.send;
+  if (client !== undefined && client.handshake === undefined && typeof send === 'function') {
+    send.call(client, JSON.stringify({ event: 'exception', data }));
+  }
+  return new WsException(data as unknown as object);
+}
