@@ -5,7 +5,7 @@
 import 'reflect-metadata';
 import { type ArgumentsHost, Catch, Controller, type ExceptionFilter, Get, Module, Post, Req, UseGuards } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { type Decision, redisStore, SluiceError } from '@sluice/core';
+import { type Decision, type PolicyInput, redisStore, SluiceError } from '@sluice/core';
 import { RateLimit, RateLimitedException, SkipRateLimit, SluiceGuard, SluiceModule } from '@sluice/nestjs';
 import type Redis from 'ioredis';
 import { PLATFORMS, type RunningApp, startNest } from './support/nestjs-app';
@@ -142,7 +142,7 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
         SluiceModule.forRootAsync({
           imports: [ConfigModule],
           inject: [CONFIG],
-          useFactory: (config: { rate: string }) => ({ policy: config.rate }),
+          useFactory: (config: { rate: PolicyInput }) => ({ policy: config.rate }),
         }),
       ],
       controllers: [ItemsController],
@@ -203,7 +203,7 @@ describe('bad options are refused at registration, by name', () => {
     expect(() => SluiceModule.forRoot({ policy: '5/1m', statusCode: 200 })).toThrow(/statusCode/);
     expect(() => SluiceModule.forRoot({ policy: '5/1m', globl: false } as never)).toThrow(/globl.*did you mean global/);
     expect(() => SluiceModule.forRoot({ global: 'yes' } as never)).toThrow(/global/);
-    expect(() => SluiceModule.forRoot({ policy: 'lots' })).toThrow(/policy/);
+    expect(() => SluiceModule.forRoot({ policy: 'lots' as PolicyInput })).toThrow(/policy/);
   });
 
   it('a bad @RateLimit option throws ERR_SLUICE_OPTION when the app initializes, naming it', async () => {

@@ -64,15 +64,20 @@ function http(req: Bag, res: Res): Target {
   };
 }
 
+/** The upgrade request of a graphql-ws context (`extra.request`). */
+const upgradeOf = (b: unknown): unknown => ((Object(b) as Bag).extra as Bag | undefined)?.request;
+
 /**
- * A resolver's request, from the GraphQL context: Apollo's `req` (its driver sets it), Mercurius's
- * `reply.request`; a subscription over graphql-ws has only the upgrade request (`extra.request`), or none.
+ * A resolver's request, from the GraphQL context: Apollo's `req` (its driver sets it), Mercurius's `reply.request`;
+ * a subscription over graphql-ws has only its upgrade request (`extra.request`, under `req` on Apollo's driver).
  */
 function graphql(ctx: ExecutionContext): Target {
-  const gql = (Object(ctx.getArgByIndex(2)) ?? {}) as Bag;
+  const gql = Object(ctx.getArgByIndex(2)) as Bag;
   const info = ctx.getArgByIndex(3) as { parentType?: { name?: string }; fieldName?: string } | undefined;
   const reply = gql.reply as Res | undefined;
-  const req = (gql.req ?? reply?.request ?? gql.request ?? (gql.extra as Bag | undefined)?.request) as Bag | undefined;
+  // The first that is an HTTP request (it has headers): Apollo's driver puts a subscription's whole context under `req`.
+  const candidates = [gql.req, reply?.request, gql.request, upgradeOf(gql), upgradeOf(gql.req)];
+  const req = candidates.find((c) => typeof (c as Bag | undefined)?.headers === 'object') as Bag | undefined;
   const res = (gql.res ?? reply ?? req?.res) as Res | undefined;
   const raw = (res?.raw ?? res) as RawEnd | undefined;
   return {

@@ -13,12 +13,23 @@ import type { LimitedResponse } from '@sluice/core/adapter';
  * @example @Catch(RateLimitedException) class Filter { catch(e: RateLimitedException, host: ArgumentsHost) { ... e.decision.retryAfterMs ... } }
  */
 export class RateLimitedException extends HttpException {
+  /**
+   * What a GraphQL error carries (graphql-js takes an original error's `extensions`): `code` 'RATE_LIMITED',
+   * the `status`, and `retryAfterMs`.
+   */
+  readonly extensions: { code: 'RATE_LIMITED'; status: number; retryAfterMs: number };
+
   constructor(
     /** The decision that refused the request. */
     readonly decision: Decision,
     response: LimitedResponse,
   ) {
-    super(response.contentType.includes('json') ? (JSON.parse(response.body) as Record<string, unknown>) : response.body, response.status);
+    const body = response.contentType.includes('json') ? (JSON.parse(response.body) as Record<string, unknown>) : response.body;
+    super(body, response.status);
+    // The problem's detail, not the class's name, as the message a GraphQL error shows.
+    const detail = typeof body === 'string' ? body : body.detail;
+    if (typeof detail === 'string') this.message = detail;
+    this.extensions = { code: 'RATE_LIMITED', status: response.status, retryAfterMs: decision.retryAfterMs };
   }
 }
 
