@@ -150,7 +150,16 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     expect(await statusesOf(`${url}/items`, 2)).toEqual([200, 429]);
   });
 
-  it("a key that throws reaches Nest's error path as a SluiceError: a 500, never a hang", async () => {
+  const badKeys: Array<[string, () => string]> = [
+    [
+      'throws',
+      () => {
+        throw new Error('no user');
+      },
+    ],
+    ['returns nothing', () => undefined as unknown as string],
+  ];
+  it.each(badKeys)("a key that %s reaches Nest's error path as a SluiceError: a 500, never a hang", async (_what, key) => {
     const errors: unknown[] = [];
     @Catch()
     class All implements ExceptionFilter {
@@ -162,20 +171,25 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
       }
     }
     const { url } = await start({
-      imports: [
-        SluiceModule.forRoot({
-          policy: '5/1m',
-          key: () => {
-            throw new Error('no user');
-          },
-        }),
-      ],
+      imports: [SluiceModule.forRoot({ policy: '5/1m', key })],
       controllers: [ItemsController],
       setup: (app) => app.useGlobalFilters(new All()),
     });
     expect((await fetch(`${url}/items`)).status).toBe(500);
     expect(errors[0]).toBeInstanceOf(SluiceError);
     expect(errors[0]).toMatchObject({ code: 'ERR_SLUICE_KEY' });
+  });
+
+  it('X-Forwarded-For on a platform that trusts no proxy is reported once, naming the fix', async () => {
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const { url } = await start({ imports: [SluiceModule.forRoot({ policy: '5/1m' })], controllers: [ItemsController] });
+      for (let i = 0; i < 2; i++) await (await fetch(`${url}/items`, { headers: { 'x-forwarded-for': '203.0.113.7' } })).text();
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(platform === 'express' ? /trust proxy/ : /trustProxy/);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('two app instances on one Redis: 50 concurrent requests on one key admit exactly the limit', async () => {

@@ -3,7 +3,7 @@
 // WebSocket message (the client's connection). Nothing here imports a platform, @nestjs/graphql or
 // @nestjs/websockets: each is read by shape.
 import type { ExecutionContext } from '@nestjs/common';
-import { routeScope } from '@sluice/core/adapter';
+import { type ForwardedCheck, routeScope } from '@sluice/core/adapter';
 
 /** What the kit reads of a response's end: Node's ServerResponse (Express's res, Fastify's reply.raw). */
 export interface RawEnd {
@@ -116,3 +116,20 @@ export function targetOf(ctx: ExecutionContext): Target {
   const h = ctx.switchToHttp();
   return http(h.getRequest<Bag>(), h.getResponse<Res>());
 }
+
+/** Whether the HTTP request carries X-Forwarded-For and its platform trusts no proxy (Express's 'trust proxy', Fastify's trustProxy). */
+function untrusted(ctx: ExecutionContext): boolean {
+  if (ctx.getType() !== 'http') return false;
+  const req = ctx.switchToHttp().getRequest<Bag>();
+  if (req.headers?.['x-forwarded-for'] === undefined) return false;
+  const app = req.app as { get?: (name: string) => unknown } | undefined;
+  if (typeof app?.get === 'function') return !app.get('trust proxy');
+  return !(req.server as { initialConfig?: { trustProxy?: unknown } } | undefined)?.initialConfig?.trustProxy;
+}
+
+/** The X-Forwarded-For warning's check and fix, in Nest's words for each platform. */
+export const FORWARDED: ForwardedCheck<ExecutionContext> = {
+  untrusted,
+  fix: "app.set('trust proxy', 1) on platform-express, new FastifyAdapter({ trustProxy: 1 }) on platform-fastify",
+  docs: 'https://github.com/sluice-js/sluice/blob/main/docs/nestjs.md#behind-a-proxy',
+};

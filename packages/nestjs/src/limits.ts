@@ -5,6 +5,7 @@ import type { OnModuleInit } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
 import { httpLimit, mergeHttpOptions } from '@sluice/core/adapter';
+import { FORWARDED } from './context.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT } from './decorators.js';
 import { type Limit, SLUICE_SETTINGS, type SluiceSettings } from './options.js';
 
@@ -66,7 +67,8 @@ export class SluiceLimits implements OnModuleInit {
     for (const target of [handler, classRef]) {
       if (this.reflector.get<boolean | undefined>(SKIP_RATE_LIMIT, target) === true) return null;
       const own = this.reflector.get<Record<string, unknown> | undefined>(RATE_LIMIT, target);
-      if (own !== undefined) return { limit: httpLimit(mergeHttpOptions(this.settings.options, own)), routed: true };
+      if (own !== undefined)
+        return { limit: httpLimit(mergeHttpOptions(this.settings.options, own), { forwarded: FORWARDED }), routed: true };
     }
     return this.settings.limit === undefined ? null : { limit: this.settings.limit, routed: false };
   }

@@ -2,6 +2,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { memoryStore, type PolicyInput } from '@sluice/core';
 import { badOption, type HttpLimit, type HttpLimitOptions, httpLimit, isBoolean, nearest, resolve, spec } from '@sluice/core/adapter';
+import { FORWARDED } from './context.js';
 
 /** What a policy option takes: one policy, several, or a function of the context that returns them (per plan). */
 export type PolicyArgument =
@@ -57,6 +58,6 @@ export function settingsOf(given: SluiceModuleOptions): SluiceSettings {
   if (options.store === undefined && options.limiter === undefined) options.store = memoryStore();
   const limited = options.policy !== undefined || options.limiter !== undefined;
   // Checked now even without a policy: a bad option is refused at registration, not at the first @RateLimit.
-  const limit = httpLimit<ExecutionContext>(limited ? options : { ...options, policy: '1/1s' });
+  const limit = httpLimit<ExecutionContext>(limited ? options : { ...options, policy: '1/1s' }, { forwarded: FORWARDED });
   return { options, limit: limited ? limit : undefined };
 }
