@@ -18,6 +18,7 @@ const ENTRIES: Record<string, string> = {
   'packages/fastify/src/index.ts': '@sluice/fastify',
   'packages/koa/src/index.ts': '@sluice/koa',
   'packages/hono/src/index.ts': '@sluice/hono',
+  'packages/nestjs/src/index.ts': '@sluice/nestjs',
   'packages/metrics/src/index.ts': '@sluice/metrics',
 };
 
@@ -63,6 +64,10 @@ const CHECKS: Check[] = [
   { file: FASTIFY, type: 'FastifyPluginOwnOptions', in: 'Middleware options' },
   { file: 'packages/hono/src/rate-limit.ts', type: 'HonoOwnOptions', in: 'Middleware options' },
   { file: 'packages/hono/src/peer.ts', type: 'HonoRateLimiterSpellings', in: 'docs/hono.md' },
+  { file: 'packages/nestjs/src/options.ts', type: 'SluiceModuleOptions', in: '@sluice/nestjs', except: [LIMITER_OPTIONS, HTTP_OPTIONS] },
+  { file: 'packages/nestjs/src/module.ts', type: 'SluiceModuleAsyncOptions', in: '@sluice/nestjs' },
+  { file: 'packages/nestjs/src/exception.ts', type: 'RateLimitedException', in: '@sluice/nestjs' },
+  { file: 'packages/nestjs/src/throttler-storage.ts', type: 'ThrottlerStorageRecord', in: '@sluice/nestjs' },
   {
     file: FASTIFY,
     type: 'FastifyRateLimitRouteOptions',

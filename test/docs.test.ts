@@ -8,7 +8,7 @@
 //   to a free port (so write `app.listen(process.env.PORT ?? 3000)`), the test sends it `GET /` once,
 //   expects an answer below 500, and kills it.
 // - ```ts: a complete module, type-checked (not run) under `strict`, without `skipLibCheck`, all in one
-//   TypeScript program, against the built packages' types.
+//   TypeScript program, against the built packages' types (with legacy decorators, as NestJS uses them).
 // - Redis: a block reads `process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'`; the test starts a Redis of
 //   its own and sets `REDIS_URL`. A block that names `Cluster(` or `createCluster(` gets a real Cluster
 //   too, its nodes in `REDIS_CLUSTER_NODES` (`'127.0.0.1:7000,127.0.0.1:7001'`, the examples' variable).
@@ -182,6 +182,9 @@ describe('the documentation', () => {
       types: ['node'],
       typeRoots: [join(ROOT, 'node_modules', '@types')],
       esModuleInterop: true,
+      // NestJS's decorators (docs/nestjs.md) are TypeScript's legacy ones, with their parameter types.
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
     };
     writeFileSync(join(tsDir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [...files.keys()] }));
     const tsc = require.resolve('typescript/bin/tsc');

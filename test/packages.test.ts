@@ -12,7 +12,7 @@ import { type RedisServer, startRedis } from './support/redis';
 
 const root = resolve(__dirname, '..');
 const fixtures = join(__dirname, 'consumers', 'packed');
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'graphql'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'graphql', 'nestjs'];
 const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
 
 interface Result {
@@ -112,7 +112,9 @@ function writeProject(project: Project): string {
   mkdirSync(dir);
   const dependencies: Record<string, string> = {};
   for (const pkg of PACKAGES) dependencies[`@sluice/${pkg}`] = `file:${tarballs.get(pkg)}`;
-  for (const name of ['express', 'fastify', 'koa', 'hono', '@hono/node-server']) dependencies[name] = repoVersion(name);
+  const frameworks = ['express', 'fastify', 'koa', 'hono', '@hono/node-server'];
+  const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'];
+  for (const name of [...frameworks, ...nest]) dependencies[name] = repoVersion(name);
   if (project.ioredis) dependencies.ioredis = project.ioredis;
   const devDependencies = {
     ...Object.fromEntries(['@types/express', '@types/koa', '@types/node'].map((name) => [name, repoVersion(name)])),
@@ -302,7 +304,7 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
     ['esm', 'an ES module app imports'],
     ['cjs', 'a CommonJS app requires'],
   ])(
-    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify, Koa and Hono; builds the GraphQL plugins',
+    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify, Koa, Hono and NestJS; builds the GraphQL plugins',
     async (build) => {
       const out = JSON.parse(ok(await check(build), `node ${build}`).stdout);
       for (const [specifier, file] of Object.entries(out.resolved as Record<string, string>)) {
@@ -315,8 +317,8 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
       }
       expect(out.memory).toEqual([true, true, false]);
       expect(out.refused).toEqual({ sluiceError: true, code: 'ERR_SLUICE_OPTION' });
-      expect(out.exports).toEqual(Array(8).fill('function'));
-      for (const framework of ['express', 'fastify', 'koa', 'hono']) {
+      expect(out.exports).toEqual(Array(10).fill('function'));
+      for (const framework of ['express', 'fastify', 'koa', 'hono', 'nestjs']) {
         expect(out[framework]).toEqual({ statuses: [200, 429], policy: '"1-per-60s";q=1;w=60' });
       }
       expect(out.graphql).toEqual({ plugins: ['function', 'function', 'function'], directives: true, refused: 'ERR_SLUICE_OPTION' });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { freePort } from './redis';
 
 export const ROOT = join(__dirname, '..', '..');
-export const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'metrics', 'cli', 'graphql'];
+export const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'nestjs', 'metrics', 'cli', 'graphql'];
 /** The built packages the blocks run against; SLUICE_DOCS_PACKAGES names a copy (a build of another checkout). */
 export const BUILT = process.env.SLUICE_DOCS_PACKAGES ?? join(ROOT, 'packages');
 

@@ -7,6 +7,7 @@ import fastifyRateLimit from '@sluice/fastify';
 import { costLimit, type QueryCost } from '@sluice/graphql';
 import { rateLimit as honoRateLimit, webSocketLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
+import { RateLimit, type RateLimitedException, SluiceModule, sluiceThrottlerStorage } from '@sluice/nestjs';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
@@ -64,3 +65,8 @@ honoApp.use(honoRateLimit({ policy: '100/1m', key: (c) => c.req.header('x-user')
 honoApp.get('/', (c) => c.text(`${c.var.rateLimit?.remaining ?? 'no'} left`));
 honoApp.get('/peer', honoRateLimit({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.path }), (c) => c.text('ok'));
 export const messages = webSocketLimit({ policy: '20/1s', onLimited: 'drop' });
+export const nestModule = SluiceModule.forRoot({ policy: '100/1m', key: (ctx) => String(ctx.switchToHttp().getRequest().ip) });
+export const nestLogin = RateLimit('5/15m', { failMode: 'closed' });
+export const retryOf = (e: RateLimitedException): number => e.decision.retryAfterMs;
+export const throttlerStorage = sluiceThrottlerStorage({ store });
+export const throttlerRecord = throttlerStorage.increment('k', 60_000, 10, 60_000, 'default').then((r) => r.isBlocked);
