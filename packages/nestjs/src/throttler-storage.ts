@@ -9,7 +9,7 @@
 // - its X-RateLimit-Reset (timeToExpire) is a window that opens at a key's first hit, and a new one at the
 //   first hit after it ends: a first-hit fixed window, which never refuses.
 // With blockDuration <= 0 there is no gate: a request over the limit is refused, uncounted, until the oldest hit leaves.
-import { createLimiter, type Decision, type LimiterOptions, type PolicyInput } from '@sluice/core';
+import { createLimiter, type Decision, type Limiter, type LimiterOptions, memoryStore, type PolicyInput } from '@sluice/core';
 import { badOption, nearest } from '@sluice/core/adapter';
 
 /** What ThrottlerStorage.increment resolves to (@nestjs/throttler's ThrottlerStorageRecord). Times in seconds. */
@@ -31,20 +31,21 @@ const NAMES = ['store', 'prefix', 'failMode', 'fallback', 'timeout', 'breaker', 
 const NEVER = 1e12;
 
 interface Policies {
+  /** The limiter of one (ttl, limit, blockDuration): its own policies, so that a request passes none to parse. */
+  limiter: Limiter;
   hits: PolicyInput;
   gate: PolicyInput | undefined;
   /** Units a block adds to the gate: more than the hits any blockDuration can admit. */
   fill: number;
-  all: PolicyInput[];
 }
 
-function policiesOf(ttl: number, limit: number, blockDuration: number): Policies {
+function policiesOf(ttl: number, limit: number, blockDuration: number, make: (policy: PolicyInput[]) => Limiter): Policies {
   const hits: PolicyInput = { limit, window: ttl, algorithm: 'sliding-log', name: 'throttler' };
   const timer: PolicyInput = { limit: NEVER, window: ttl, algorithm: 'fixed-window', start: 'first-hit', name: 'throttler-window' };
-  if (blockDuration <= 0) return { hits, gate: undefined, fill: 0, all: [hits, timer] };
+  if (blockDuration <= 0) return { limiter: make([hits, timer]), hits, gate: undefined, fill: 0 };
   const fill = limit * Math.ceil(blockDuration / ttl) + 1;
   const gate: PolicyInput = { limit: fill, window: blockDuration, algorithm: 'sliding-log', name: 'throttler-block' };
-  return { hits, gate, fill, all: [hits, timer, gate] };
+  return { limiter: make([hits, timer, gate]), hits, gate, fill };
 }
 
 const seconds = (ms: number) => Math.ceil(ms / 1000);
@@ -65,19 +66,22 @@ export function sluiceThrottlerStorage(options: SluiceThrottlerStorageOptions = 
     if (!NAMES.includes(name))
       badOption(name, `absent: not an option of sluiceThrottlerStorage (did you mean ${nearest(name, NAMES) ?? NAMES.join(', ')}?)`, name);
   }
-  // No deny cache: a denial read from it could not tell a block from the denial that starts one.
-  const limiter = createLimiter({ ...options, denyCache: false });
+  // One store for every limiter (a memory store made here when none is given). No deny cache: a denial read
+  // from it could not tell a block from the denial that starts one.
+  const given = { ...options, store: options.store ?? memoryStore(), denyCache: false };
+  createLimiter(given); // bad options throw here, not at the first request
+  const make = (policy: PolicyInput[]) => createLimiter({ ...given, policy });
   const cache = new Map<string, Policies>();
 
   async function increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string) {
     const id = `${ttl}/${limit}/${blockDuration}`;
     let p = cache.get(id);
     if (p === undefined) {
-      p = policiesOf(ttl, limit, blockDuration);
+      p = policiesOf(ttl, limit, blockDuration, make);
       cache.set(id, p);
     }
     const scope = `throttler:${throttlerName}`;
-    const d = await limiter.consume(key, { scope, policy: p.all });
+    const d = await p.limiter.consume(key, { scope });
     const [hits, timer, gate] = d.policies;
     const timeToExpire = timer === undefined || timer.resetMs === 0 ? seconds(ttl) : seconds(timer.resetMs);
     if (d.allowed) {
@@ -98,8 +102,8 @@ export function sluiceThrottlerStorage(options: SluiceThrottlerStorageOptions = 
 
   /** Fills the gate for blockDuration, then refunds the hits: after the block, the key counts from nothing. */
   async function startBlock(key: string, scope: string, p: Policies, limit: number): Promise<Decision> {
-    await limiter.adjust(key, p.fill, { scope, policy: p.gate as PolicyInput });
-    return limiter.adjust(key, -limit, { scope, policy: p.hits });
+    await p.limiter.adjust(key, p.fill, { scope, policy: p.gate as PolicyInput });
+    return p.limiter.adjust(key, -limit, { scope, policy: p.hits });
   }
 
   return { increment };
