@@ -10,6 +10,7 @@ import { RateLimit, RateLimitedException, SkipRateLimit, SluiceGuard, SluiceModu
 import type Redis from 'ioredis';
 import { PLATFORMS, type RunningApp, startNest } from './support/nestjs-app';
 import { uniquePrefix } from './support/redis';
+import { until } from './support/until';
 import { type RedisWithClient, startRedisWithClient, stopRedisWithClient } from './support/redis-client';
 
 let redis: RedisWithClient;
@@ -178,6 +179,21 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     expect((await fetch(`${url}/items`)).status).toBe(500);
     expect(errors[0]).toBeInstanceOf(SluiceError);
     expect(errors[0]).toMatchObject({ code: 'ERR_SLUICE_KEY' });
+  });
+
+  it('skipFailedRequests: a request whose response failed is refunded once the response ends (settle runs after it)', async () => {
+    @Controller('flaky')
+    class Flaky {
+      @Get()
+      @RateLimit('1/1m', { skipFailedRequests: true })
+      get(): string {
+        throw new Error('down');
+      }
+    }
+    const { url } = await start({ imports: [SluiceModule.forRoot()], controllers: [Flaky] });
+    expect(await statusesOf(`${url}/flaky`, 1)).toEqual([500]);
+    // The refund lands once the response closed: a request right after may still be refused, a later one passes.
+    await until(() => statusesOf(`${url}/flaky`, 1), (s) => s[0] === 500, { withinMs: 5000, what: 'the failed request refunded' });
   });
 
   it('X-Forwarded-For on a platform that trusts no proxy is reported once, naming the fix', async () => {
