@@ -10,8 +10,8 @@ import { RateLimit, RateLimitedException, SkipRateLimit, SluiceGuard, SluiceModu
 import type Redis from 'ioredis';
 import { PLATFORMS, type RunningApp, startNest } from './support/nestjs-app';
 import { uniquePrefix } from './support/redis';
-import { until } from './support/until';
 import { type RedisWithClient, startRedisWithClient, stopRedisWithClient } from './support/redis-client';
+import { until } from './support/until';
 
 let redis: RedisWithClient;
 const running: RunningApp[] = [];
@@ -134,6 +134,20 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     expect(await limited.json()).toMatchObject({ slowDown: true, status: 429 });
   });
 
+  it('the global guard and @UseGuards(SluiceGuard) on one handler decide once', async () => {
+    @Controller('twice')
+    @UseGuards(SluiceGuard)
+    class Twice {
+      @Get()
+      get(@Req() req: { rateLimit?: Decision }) {
+        return { remaining: req.rateLimit?.remaining };
+      }
+    }
+    const { url } = await start({ imports: [SluiceModule.forRoot({ policy: '3/1m' })], controllers: [Twice] });
+    expect(await (await fetch(`${url}/twice`)).json()).toEqual({ remaining: 2 });
+    expect(await statusesOf(`${url}/twice`, 3)).toEqual([200, 200, 429]);
+  });
+
   it('forRootAsync takes the options from a factory with injections', async () => {
     const CONFIG = Symbol('config');
     @Module({ providers: [{ provide: CONFIG, useValue: { rate: '1/1m' } }], exports: [CONFIG] })
@@ -193,7 +207,11 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     const { url } = await start({ imports: [SluiceModule.forRoot()], controllers: [Flaky] });
     expect(await statusesOf(`${url}/flaky`, 1)).toEqual([500]);
     // The refund lands once the response closed: a request right after may still be refused, a later one passes.
-    await until(() => statusesOf(`${url}/flaky`, 1), (s) => s[0] === 500, { withinMs: 5000, what: 'the failed request refunded' });
+    await until(
+      () => statusesOf(`${url}/flaky`, 1),
+      (s) => s[0] === 500,
+      { withinMs: 5000, what: 'the failed request refunded' },
+    );
   });
 
   it('X-Forwarded-For on a platform that trusts no proxy is reported once, naming the fix', async () => {

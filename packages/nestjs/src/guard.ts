@@ -6,6 +6,9 @@ import { targetOf } from './context.js';
 import { RateLimitedException, wsRefusal } from './exception.js';
 import { SluiceLimits } from './limits.js';
 
+/** The limit that already decided an HTTP request. */
+const decided = new WeakMap<object, unknown>();
+
 /**
  * The guard: global by default (SluiceModule.forRoot), or `@UseGuards(SluiceGuard)` with `global: false`, and on
  * WebSocket gateways (Nest applies no global guard to them). For each HTTP request, resolver or message it charges
@@ -21,6 +24,12 @@ export class SluiceGuard implements CanActivate {
     if (found === null) return true;
     const { limit, routed } = found;
     const target = targetOf(ctx);
+    // The guard twice on one handler (global, and @UseGuards(SluiceGuard) too) decides once.
+    const { req } = target;
+    if (req !== undefined && ctx.getType() === 'http') {
+      if (decided.get(req) === limit) return true;
+      decided.set(req, limit);
+    }
     const verdict = await limit.check(ctx, routed ? target.scope() : '*', target.ip, undefined, target.raw);
     if (verdict === undefined) return true;
     const { decision } = verdict;
