@@ -12,7 +12,8 @@
 // (min–max) over rounds of req/s and of the server's CPU µs per request, and each round's ratios to the
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
-// Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius]
+// Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
+//   --contenders sluice,sluice-redis,armor --cpu-prof DIR]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -108,14 +109,16 @@ async function serve(server, contender, redisPort) {
   if (sluice && body.extensions?.cost?.actualQueryCost !== 10) throw new Error(`${server}: no extensions.cost`);
   process.on('message', (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
+    if (message === 'exit') process.exit(0); // a --cpu-prof child writes its profile on exit
   });
   process.send({ port });
 }
 
-function start(server, contender, redisPort) {
+function start(server, contender, redisPort, profileDir) {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort)], {
       env: { ...process.env, NODE_ENV: 'production' },
+      execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
@@ -177,6 +180,11 @@ async function main() {
   const warmup = Number(arg('warmup', 1));
   const connections = Number(arg('connections', 32));
   const servers = arg('servers', 'yoga,apollo,mercurius').split(',');
+  // The bare server is every ratio's base: always there.
+  const contenders = ['bare', ...arg('contenders', CONTENDERS.join(',')).split(',').filter((c) => c !== 'bare')];
+  for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`--contenders: ${c} is none of ${CONTENDERS.join(', ')}`);
+  // Each server's CPU profile (node --cpu-prof), written to this directory when the run ends.
+  const profileDir = arg('cpu-prof', '');
   const fmt = (n, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   const cell = (xs, digits) => {
     const s = stats(xs);
@@ -186,17 +194,17 @@ async function main() {
   const redis = await startRedis();
   for (const server of servers) {
     const running = {};
-    for (const contender of CONTENDERS) running[contender] = await start(server, contender, redis.port);
+    for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir);
     try {
-      for (const contender of CONTENDERS) if (warmup > 0) await load(running[contender], warmup, connections);
-      const runs = Object.fromEntries(CONTENDERS.map((c) => [c, []]));
+      for (const contender of contenders) if (warmup > 0) await load(running[contender], warmup, connections);
+      const runs = Object.fromEntries(contenders.map((c) => [c, []]));
       for (let r = 0; r < rounds; r++) {
-        for (let i = 0; i < CONTENDERS.length; i++) {
-          const contender = CONTENDERS[(i + r) % CONTENDERS.length];
+        for (let i = 0; i < contenders.length; i++) {
+          const contender = contenders[(i + r) % contenders.length];
           runs[contender].push(await load(running[contender], seconds, connections));
         }
       }
-      for (const contender of CONTENDERS) {
+      for (const contender of contenders) {
         const mine = runs[contender];
         const ratio =
           contender === 'bare'
@@ -228,11 +236,14 @@ async function main() {
         console.error(rows.at(-1));
       }
     } finally {
-      for (const { child } of Object.values(running)) child.kill('SIGKILL');
+      for (const { child } of Object.values(running)) {
+        if (profileDir) await new Promise((resolve) => child.once('exit', resolve).send('exit'));
+        else child.kill('SIGKILL');
+      }
     }
   }
   await redis.stop();
-  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')}`;
+  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${profileDir ? ` --cpu-prof ${profileDir}` : ''}`;
   console.log(`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit()}: \`${command}\`\n`);
   console.log('| server | contender | req/s | ratio to the bare server | server CPU µs per request | µs added | bare CPU / its CPU |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
