@@ -176,6 +176,7 @@ function argumentValue(
 
 function valueAt(state: State, node: ValueNode, path: string[]): unknown {
   if (node.kind === Kind.VARIABLE) {
+    state.read.add(node.name.value);
     let value: unknown = state.variables[node.name.value];
     for (const step of path) value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[step] : undefined;
     return value;
