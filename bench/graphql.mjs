@@ -13,21 +13,23 @@
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
 // Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
-//   --contenders sluice,sluice-redis,armor --cpu-prof DIR]
+//   --contenders sluice,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { resolve as resolvePath } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'sluice-redis', 'armor'];
+const CONTENDERS = ['bare', 'sluice', 'sluice-base', 'sluice-redis', 'armor'];
 const LABELS = {
   bare: 'bare server',
   sluice: 'costLimit, memory store',
+  'sluice-base': 'costLimit, memory store, --base build',
   'sluice-redis': 'costLimit, Redis',
   armor: 'graphql-armor cost limit',
 };
@@ -46,9 +48,11 @@ const resolvers = {
 };
 
 /** A child: one server with one contender, its port sent to the parent once it listens. */
-async function serve(server, contender, redisPort) {
-  const { createLimiter, memoryStore, redisStore } = await import('@sluice/core');
-  const { costDirectives, costLimit } = await import('@sluice/graphql');
+async function serve(server, contender, redisPort, base) {
+  // --base: another checkout's build of @sluice/core and @sluice/graphql (its packages/*/dist), side by side with this one's.
+  const built = (pkg) => pathToFileURL(`${base}/packages/${pkg}/dist/esm/index.js`).href;
+  const { createLimiter, memoryStore, redisStore } = await import(contender === 'sluice-base' ? built('core') : '@sluice/core');
+  const { costDirectives, costLimit } = await import(contender === 'sluice-base' ? built('graphql') : '@sluice/graphql');
   const { costLimitPlugin, costLimitRule } = require('@escape.tech/graphql-armor-cost-limit');
   const { default: Redis } = await import('ioredis');
   const store = contender === 'sluice-redis' ? redisStore({ client: new Redis({ port: Number(redisPort) }) }) : memoryStore();
@@ -114,9 +118,9 @@ async function serve(server, contender, redisPort) {
   process.send({ port });
 }
 
-function start(server, contender, redisPort, profileDir) {
+function start(server, contender, redisPort, profileDir, base) {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort)], {
+    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort), base], {
       env: { ...process.env, NODE_ENV: 'production' },
       execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -180,8 +184,16 @@ async function main() {
   const warmup = Number(arg('warmup', 1));
   const connections = Number(arg('connections', 32));
   const servers = arg('servers', 'yoga,apollo,mercurius').split(',');
+  // A checkout whose build runs as the contender sluice-base (its packages built: pnpm build there).
+  const base = resolvePath(arg('base', '.'));
   // The bare server is every ratio's base: always there.
-  const contenders = ['bare', ...arg('contenders', CONTENDERS.join(',')).split(',').filter((c) => c !== 'bare')];
+  const all = CONTENDERS.filter((c) => c !== 'sluice-base' || arg('base') !== undefined);
+  const contenders = [
+    'bare',
+    ...arg('contenders', all.join(','))
+      .split(',')
+      .filter((c) => c !== 'bare'),
+  ];
   for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`--contenders: ${c} is none of ${CONTENDERS.join(', ')}`);
   // Each server's CPU profile (node --cpu-prof), written to this directory when the run ends.
   const profileDir = arg('cpu-prof', '');
@@ -194,7 +206,7 @@ async function main() {
   const redis = await startRedis();
   for (const server of servers) {
     const running = {};
-    for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir);
+    for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir, base);
     try {
       for (const contender of contenders) if (warmup > 0) await load(running[contender], warmup, connections);
       const runs = Object.fromEntries(contenders.map((c) => [c, []]));
@@ -243,12 +255,12 @@ async function main() {
     }
   }
   await redis.stop();
-  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${profileDir ? ` --cpu-prof ${profileDir}` : ''}`;
+  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${arg('base') ? ` --base ${arg('base')}` : ''}${profileDir ? ` --cpu-prof ${profileDir}` : ''}`;
   console.log(`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit()}: \`${command}\`\n`);
   console.log('| server | contender | req/s | ratio to the bare server | server CPU µs per request | µs added | bare CPU / its CPU |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
   for (const row of rows) console.log(row);
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], process.argv[5]);
+if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], process.argv[5], process.argv[6]);
 else await main();
