@@ -1,9 +1,11 @@
 // GraphQL benchmark: what @sluice/graphql's costLimit costs a server. Per server (GraphQL Yoga on node:http,
-// Apollo Server standalone, Mercurius on Fastify), three contenders, each its own child process on
-// 127.0.0.1 (NODE_ENV=production, as servers run): the bare server, the server with costLimit on the
-// memory store, and the server with graphql-armor's cost limit (a validation rule: a cap on one query's
-// cost, no budget). autocannon runs here, every request the same three-level query with trivial
-// resolvers, which is where a plugin's share shows most:
+// Apollo Server standalone, Mercurius on Fastify), each contender in its own child process on 127.0.0.1
+// (NODE_ENV=production, as servers run): the bare server; costLimit on the memory store (sluice); the
+// limiter's two decisions alone, the same consume and refund in the server's hooks with no costing
+// (decisions: the plugin's share is the difference); costLimit from another checkout's build (sluice-base,
+// with --base DIR); costLimit on Redis (sluice-redis); graphql-armor's cost limit (armor: a validation rule,
+// a cap on one query's cost, no budget). autocannon runs here, every request the same three-level query
+// with trivial // resolvers, which is where a plugin's share shows most:
 //   { viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }
 // requested 1 + 5 x (1 + 5) = 31, actual 1 + 3 x (1 + 2) = 10: each request is costed, charged in one
 // consume, its result costed, and 21 points refunded (decision.adjust). Each request carries an
@@ -13,7 +15,7 @@
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
 // Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
-//   --contenders sluice,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
+//   --contenders sluice,decisions,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -25,9 +27,10 @@ import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'sluice-base', 'sluice-redis', 'armor'];
+const CONTENDERS = ['bare', 'sluice', 'decisions', 'sluice-base', 'sluice-redis', 'armor'];
 const LABELS = {
   bare: 'bare server',
+  decisions: 'its two decisions alone, memory store',
   sluice: 'costLimit, memory store',
   'sluice-base': 'costLimit, memory store, --base build',
   'sluice-redis': 'costLimit, Redis',
@@ -60,11 +63,22 @@ async function serve(server, contender, redisPort, base) {
   const limit = costLimit({ limiter, key: (ctx) => ctx.key, maxCost: 1e6 });
   const sluice = contender.startsWith('sluice');
   const armor = { maxCost: 1e6 };
+  // `decisions`: what costLimit asks of the limiter and nothing else (no costing, no extensions): the
+  // same consume of 31 in the server's hook before execution, and the refund of 21 after.
+  const decisions = contender === 'decisions';
+  const consume = (ctx) => limiter.consume(ctx.key, { cost: 31 });
+  const refund = (decision) => decision.adjust(-21);
   const defs = [costDirectives, typeDefs];
   let port;
   if (server === 'yoga') {
     const { createSchema, createYoga } = await import('graphql-yoga');
-    const plugins = sluice ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : [];
+    const charge = {
+      async onExecute({ args }) {
+        const decision = await consume(args.contextValue);
+        return { onExecuteDone: () => refund(decision).then(() => undefined) };
+      },
+    };
+    const plugins = sluice ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : decisions ? [charge] : [];
     const yoga = createYoga({
       schema: createSchema({ typeDefs: defs, resolvers }),
       plugins,
@@ -80,7 +94,25 @@ async function serve(server, contender, redisPort, base) {
     const apollo = new ApolloServer({
       typeDefs: defs,
       resolvers,
-      plugins: sluice ? [limit.apollo()] : [],
+      plugins: sluice
+        ? [limit.apollo()]
+        : decisions
+          ? [
+              {
+                async requestDidStart() {
+                  let decision;
+                  return {
+                    async didResolveOperation({ contextValue }) {
+                      decision = await consume(contextValue);
+                    },
+                    async willSendResponse() {
+                      await refund(decision);
+                    },
+                  };
+                },
+              },
+            ]
+          : [],
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
     const { url } = await startStandaloneServer(apollo, {
@@ -99,6 +131,14 @@ async function serve(server, contender, redisPort, base) {
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
     if (sluice) await app.register(limit.mercurius());
+    if (decisions) {
+      app.graphql.addHook('preExecution', async (_schema, _document, context) => {
+        context.decision = await consume(context);
+      });
+      app.graphql.addHook('onResolution', async (_execution, context) => {
+        await refund(context.decision);
+      });
+    }
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = app.server.address().port;
   }
