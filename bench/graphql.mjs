@@ -5,7 +5,7 @@
 // (decisions: the plugin's share is the difference); costLimit from another checkout's build (sluice-base,
 // with --base DIR); costLimit on Redis (sluice-redis); graphql-armor's cost limit (armor: a validation rule,
 // a cap on one query's cost, no budget). autocannon runs here, every request the same three-level query
-// with trivial // resolvers, which is where a plugin's share shows most:
+// with trivial resolvers, which is where a plugin's share shows most:
 //   { viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }
 // requested 1 + 5 x (1 + 5) = 31, actual 1 + 3 x (1 + 2) = 10: each request is costed, charged in one
 // consume, its result costed, and 21 points refunded (decision.adjust). Each request carries an
