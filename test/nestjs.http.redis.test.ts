@@ -70,7 +70,7 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     return r;
   };
 
-  it('the global guard limits every handler on one counter per client; request.rateLimit holds the Decision; 429 is problem+json with the headers', async () => {
+  it("the global guard limits every handler on one counter per client; request.rateLimit holds the Decision; the 429 is the problem body as Nest's JSON, with the headers", async () => {
     const { url } = await start({ imports: [SluiceModule.forRoot({ policy: '2/1m' })], controllers: [ItemsController] });
     const first = await fetch(`${url}/items`);
     expect(first.status).toBe(200);
@@ -80,7 +80,7 @@ describe.each(PLATFORMS)('@sluice/nestjs on platform-%s', (platform) => {
     expect((await fetch(`${url}/items`)).status).toBe(200);
     const limited = await fetch(`${url}/items`);
     expect(limited.status).toBe(429);
-    expect(limited.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(limited.headers.get('content-type')).toMatch(/^application\/json/);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await limited.json()).toMatchObject({ title: 'Too Many Requests', status: 429, 'violated-policies': ['2-per-60s'] });
   });

@@ -8,8 +8,8 @@ import type { LimitedResponse } from '@sluice/core/adapter';
 /**
  * Thrown by SluiceGuard for a request over its limit: an HttpException whose status is the limited response's
  * (429; 403 for a deny rule or a ban; 503 while the store cannot answer and the limiter refuses) and whose
- * response is its body (problem+json by default, parsed), so Nest's default filter answers as the other adapters
- * do. Retry-After and the RateLimit headers are already set. `decision` is the Decision.
+ * response is its body (the problem object by default), so Nest's default filter answers with it, as JSON. Retry-After
+ * and the RateLimit headers are already set. `decision` is the Decision.
  * @example @Catch(RateLimitedException) class Filter { catch(e: RateLimitedException, host: ArgumentsHost) { ... e.decision.retryAfterMs ... } }
  */
 export class RateLimitedException extends HttpException {

@@ -43,7 +43,8 @@ export class SluiceGuard implements CanActivate {
     }
     const response = await limit.limitedResponse(decision, ctx);
     if (ctx.getType() === 'ws') throw await wsRefusal(target.client, { status: response.status, retryAfterMs: decision.retryAfterMs });
-    header?.('Content-Type', response.contentType);
+    // No Content-Type of ours: Nest's Express adapter (11.2) replaces one that is not application/json on an
+    // error's body, with a warning logged for each response. The body is the problem object, sent as JSON.
     throw new RateLimitedException(decision, response);
   }
 }
