@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
+import { clearTimeout, setImmediate, setTimeout } from '../../timers.js';
 import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
 import { guardKey } from '../keys.js';
 import { decodeReply, encodeBatch } from '../protocol.js';
