@@ -40,20 +40,30 @@ describe('testClock', () => {
     (duration) => {
       const clock = testClock();
       const at = clock();
-      expect(() => clock.advance(duration as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(/^clock\.advance must be/) }));
+      expect(() => clock.advance(duration as never)).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(/^clock\.advance must be/) }),
+      );
       expect(clock()).toBe(at);
     },
   );
 
   test.each(['2026-01-01', -5, Number.NaN, new Date('nope'), undefined])('set(%p) is refused naming clock.set', (ms) => {
-    expect(() => testClock().set(ms as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(/^clock\.set must be/) }));
+    expect(() => testClock().set(ms as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(/^clock\.set must be/) }),
+    );
   });
 
-  test.each([[{ now: 1 }], [new Date()], [1_700_000_000_000], ['Date.now']])('a clock that is not a function (%p) is refused naming clock', (clock) => {
-    const refused = expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(/^clock must be a function returning epoch ms, such as testClock\(\)/) });
-    expect(() => memoryStore({ clock: clock as never })).toThrow(refused);
-    expect(() => createLimiter({ policy: '1/1m', clock: clock as never })).toThrow(refused);
-  });
+  test.each([[{ now: 1 }], [new Date()], [1_700_000_000_000], ['Date.now']])(
+    'a clock that is not a function (%p) is refused naming clock',
+    (clock) => {
+      const refused = expect.objectContaining({
+        code: 'ERR_SLUICE_OPTION',
+        message: expect.stringMatching(/^clock must be a function returning epoch ms, such as testClock\(\)/),
+      });
+      expect(() => memoryStore({ clock: clock as never })).toThrow(refused);
+      expect(() => createLimiter({ policy: '1/1m', clock: clock as never })).toThrow(refused);
+    },
+  );
 });
 
 describe("a limiter follows its store's clock, given to the store alone", () => {
