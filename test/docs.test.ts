@@ -17,6 +17,9 @@
 //   `<!-- name: name -->` (a name unique in its file). A fragment is checked appended to that block: with
 //   it, a TS fragment type-checks; a JS fragment parses (`node --check`).
 // - `<!-- not run: why -->` before a block skips it (say why: it needs a Sentinel, a real network...).
+// - `<!-- run with: jest -->` (a CommonJS test file) or `<!-- run with: vitest -->` (an ES module one)
+//   before a js block: that runner runs it, and it must pass; Jest runs with --detectOpenHandles, and
+//   any open handle it reports fails the block. A node:test file is a plain js block (node runs it).
 // - Anything else is not a program and is not run: ```sh (commands; each `pnpm <script>` must be a script
 //   of package.json and each `node <file>` an existing file), ```text, ```http, ```json.
 //
@@ -52,9 +55,17 @@ const isJs = (b: Block) => b.lang === 'js' || b.lang === 'mjs' || b.lang === 'ja
 const isTs = (b: Block) => b.lang === 'ts' || b.lang === 'typescript';
 const needsCluster = (b: Block) => /\b(Cluster|createCluster)\(/.test(b.code);
 
-function runNode(file: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
+/** The command a block runs with: node, or its test runner's CLI (a test file of its dir). */
+function commandOf(b: Block, file: string, dir: string): string[] {
+  if (b.runWith === 'jest')
+    return [require.resolve('jest/bin/jest'), '--rootDir', dir, '--runTestsByPath', file, '--detectOpenHandles', '--ci'];
+  if (b.runWith === 'vitest') return [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', file, '--root', dir];
+  return [file];
+}
+
+function runNode(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [file], { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+    execFile(process.execPath, args, { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
       resolve({ code, out: `${stdout}${stderr}`.slice(-2000) });
     });
@@ -320,16 +331,19 @@ describe('the documentation', () => {
     };
     const failures: string[] = [];
     await pool(js, CONCURRENCY, async (b) => {
-      const file = join(dir, `${b.file.replace(/[^\w]/g, '_')}_${b.line}.mjs`);
+      const ext = b.runWith === 'jest' ? '.test.cjs' : b.runWith === 'vitest' ? '.test.mjs' : '.mjs';
+      const file = join(dir, `${b.file.replace(/[^\w]/g, '_')}_${b.line}${ext}`);
       writeFileSync(file, b.code);
       counts.run++;
       if (/\.listen\(/.test(b.code)) {
         const error = await runServer(file, env, dir);
         if (error !== undefined) failures.push(`${where(b)}: ${error}`);
       } else {
-        const { code, out } = await runNode(file, env, dir, 20_000);
+        const { code, out } = await runNode(commandOf(b, file, dir), env, dir, 20_000);
         if (code !== 0)
           failures.push(`${where(b)}: exit ${code === null ? 'by timeout (20 s): close what the block opens' : code}\n${out}`);
+        else if (/open handles? potentially keeping Jest from exiting/.test(out))
+          failures.push(`${where(b)}: Jest found open handles\n${out}`);
       }
     });
     expect(failures).toEqual([]);
