@@ -190,4 +190,25 @@ describe('a limiter under Jest fake timers', () => {
     expect(await limiter.consume('k')).toMatchObject({ allowed: true });
     await limiter.close();
   });
+
+  // It pauses the server: not one of REDIS_URL's.
+  const ownServer = process.env.REDIS_URL ? it.skip : it;
+  ownServer('a Redis that does not answer is cut off at the deadline, and the fail mode answers', async () => {
+    const clock = testClock();
+    const limiter = createLimiter({
+      policy: '2/1m',
+      store: redisStore({ client: client.client, clock }),
+      prefix: uniquePrefix(),
+      timeout: 50,
+    });
+    expect(await limiter.consume('k')).toMatchObject({ source: 'store' });
+    jest.useFakeTimers();
+    server.pause();
+    try {
+      expect(await limiter.consume('k')).toMatchObject({ allowed: true, source: 'fallback' });
+    } finally {
+      server.resume();
+    }
+    await limiter.close();
+  });
 });
