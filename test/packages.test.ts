@@ -236,7 +236,7 @@ beforeAll(async () => {
     cpSync(join(__dirname, 'consumers', 'runners', runner.file), join(dir, runner.file));
     const install = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir, npmEnv);
     // A run that does not end on its own within 120 s is killed: something was left open.
-    const env = { ...npmEnv, REDIS_URL: redis.url, CI: 'true' };
+    const env = { ...npmEnv, REDIS_URL: redis.url, CI: 'true', NO_COLOR: '1' };
     runnerRuns.set(
       runner.name,
       install.then((i) => (i.code === 0 ? cpu(() => run(process.execPath, runner.args, dir, env, 120_000)) : i)),
