@@ -228,7 +228,7 @@ describe('the documentation', () => {
     );
   });
 
-  it('reads the convention: names, fragments, blocks not run, fences in lists', () => {
+  it('reads the convention: names, fragments, blocks not run, fences in lists, test runners', () => {
     const md = [
       '<!-- name: app -->',
       '```js',
@@ -251,6 +251,10 @@ describe('the documentation', () => {
       '  ```sh',
       '  pnpm test',
       '  ```',
+      '<!-- run with: vitest -->',
+      '```js',
+      "test('x', () => {});",
+      '```',
     ].join('\n');
     expect(extractBlocks('docs/x.md', md)).toEqual([
       { file: 'docs/x.md', line: 2, lang: 'js', code: 'const app = 1;\n', name: 'app' },
@@ -258,6 +262,7 @@ describe('the documentation', () => {
       { file: 'docs/x.md', line: 11, lang: 'js', code: 'plain();\n' },
       { file: 'docs/x.md', line: 15, lang: 'js', code: 'away();\n', skip: 'it needs a network' },
       { file: 'docs/x.md', line: 19, lang: 'sh', code: 'pnpm test\n' },
+      { file: 'docs/x.md', line: 23, lang: 'js', code: "test('x', () => {});\n", runWith: 'vitest' },
     ]);
     expect(checkShell({ file: 'x', line: 1, lang: 'sh', code: 'pnpm stat && node bench/nothing.mjs\n' }, { start: '' })).toEqual([
       'pnpm stat: no such script in package.json',
