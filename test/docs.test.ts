@@ -18,8 +18,8 @@
 //   it, a TS fragment type-checks; a JS fragment parses (`node --check`).
 // - `<!-- not run: why -->` before a block skips it (say why: it needs a Sentinel, a real network...).
 // - `<!-- run with: jest -->` (a CommonJS test file) or `<!-- run with: vitest -->` (an ES module one)
-//   before a js block: that runner runs it, and it must pass; Jest runs with --detectOpenHandles, and
-//   any open handle it reports fails the block. A node:test file is a plain js block (node runs it).
+//   before a js block: that runner runs it, and it must pass within 90 s; Jest runs with
+//   --detectOpenHandles, and any open handle it reports fails the block. A node:test file is a plain js block (node runs it).
 // - Anything else is not a program and is not run: ```sh (commands; each `pnpm <script>` must be a script
 //   of package.json and each `node <file>` an existing file), ```text, ```http, ```json.
 //
@@ -344,9 +344,11 @@ describe('the documentation', () => {
         const error = await runServer(file, env, dir);
         if (error !== undefined) failures.push(`${where(b)}: ${error}`);
       } else {
-        const { code, out } = await runNode(commandOf(b, file, dir), env, dir, 20_000);
+        // A test runner starts (transforms, workers) in seconds of its own: under load, more than 20.
+        const seconds = b.runWith === undefined ? 20 : 90;
+        const { code, out } = await runNode(commandOf(b, file, dir), env, dir, seconds * 1000);
         if (code !== 0)
-          failures.push(`${where(b)}: exit ${code === null ? 'by timeout (20 s): close what the block opens' : code}\n${out}`);
+          failures.push(`${where(b)}: exit ${code === null ? `by timeout (${seconds} s): close what the block opens` : code}\n${out}`);
         else if (/open handles? potentially keeping Jest from exiting/.test(out))
           failures.push(`${where(b)}: Jest found open handles\n${out}`);
       }
