@@ -13,7 +13,7 @@ import {
 } from '@sluice/core';
 import { resetAll, testClock } from '@sluice/core/testing';
 import fc from 'fast-check';
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
 import { CLIENT_KINDS, type TestClient } from './support/clients';
 import { differential } from './support/differential';
 import { type RedisServer, startRedis, uniquePrefix } from './support/redis';
@@ -189,6 +189,29 @@ describe('a limiter under Jest fake timers', () => {
     clock.advance('30s');
     expect(await limiter.consume('k')).toMatchObject({ allowed: true });
     await limiter.close();
+  });
+
+  it('a client that cannot connect while process.nextTick is faked: the store error says what to do', async () => {
+    jest.useFakeTimers();
+    const late = new Redis(server.url, { lazyConnect: true });
+    late.on('error', () => {});
+    const errors: string[] = [];
+    const limiter = createLimiter({
+      policy: '2/1m',
+      store: redisStore({ client: late, clock: testClock() }),
+      prefix: uniquePrefix(),
+      timeout: 50,
+      onEvent: (event) => {
+        if (event.type === 'store-error') errors.push(String((event.error as Error).message));
+      },
+    });
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, source: 'fallback' });
+    expect(errors.join('\n')).toMatch(
+      /process\.nextTick is faked, and the client connects on it: give Jest's fake timers doNotFake: \['nextTick'\]/,
+    );
+    await limiter.close();
+    jest.useRealTimers();
+    late.disconnect();
   });
 
   // It pauses the server: not one of REDIS_URL's.
