@@ -34,11 +34,26 @@ export interface Refusal {
   cost?: QueryCost;
 }
 
+/** The last restore rate worked out, by its policy's limit and window: a budget's policy is the same each time. */
+const last = { limit: Number.NaN, windowMs: Number.NaN, rate: 0 };
+
+/** Points a second that a policy of `limit` per `windowMs` regains, to six digits. */
+function restoreRate(limit: number, windowMs: number): number {
+  if (limit !== last.limit || windowMs !== last.windowMs) {
+    last.limit = limit;
+    last.windowMs = windowMs;
+    last.rate = windowMs <= 0 ? 0 : sixDigits((limit * 1000) / windowMs);
+  }
+  return last.rate;
+}
+
 /** The budget as a decision leaves it. */
 export function throttleStatus(decision: Decision): ThrottleStatus {
-  const binding = decision.policies.find((p) => p.name === decision.policy);
-  const rate = binding === undefined || binding.windowMs <= 0 ? 0 : (binding.limit * 1000) / binding.windowMs;
-  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: sixDigits(rate) };
+  const { policies } = decision;
+  let binding = policies[0];
+  if (policies.length > 1) for (const p of policies) if (p.name === decision.policy) binding = p;
+  const rate = binding === undefined || binding.name !== decision.policy ? 0 : restoreRate(binding.limit, binding.windowMs);
+  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: rate };
 }
 
 /** `x` to six significant digits (16.6667 points a second, not 16.666666666666668). */
