@@ -14,6 +14,7 @@ const API = 'docs/api.md';
 const ENTRIES: Record<string, string> = {
   'packages/core/src/index.ts': '@sluice/core',
   'packages/core/src/adapter.ts': 'For adapter authors: @sluice/core/adapter',
+  'packages/core/src/testing.ts': 'Testing: @sluice/core/testing',
   'packages/express/src/index.ts': '@sluice/express',
   'packages/fastify/src/index.ts': '@sluice/fastify',
   'packages/koa/src/index.ts': '@sluice/koa',
@@ -92,6 +93,8 @@ const CHECKS: Check[] = [
   { file: `${CORE}/store/memory-store.ts`, type: 'MemoryStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/redis/store.ts`, type: 'RedisStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/contract.ts`, type: 'Store', in: 'The Store interface' },
+  { file: `${CORE}/testing/test-clock.ts`, type: 'TestClock', in: 'Testing: @sluice/core/testing' },
+  { file: `${CORE}/testing/reset-all.ts`, type: 'ResetAllOptions', in: 'Testing: @sluice/core/testing' },
   { file: `${CORE}/store/conformance.ts`, type: 'StoreVectorsOptions', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreRequest', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreReply', in: 'The Store interface' },
