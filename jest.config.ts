@@ -31,6 +31,7 @@ const config: Config = {
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/content-disposition@[^/]+/node_modules/)?content-disposition/)'],
   moduleNameMapper: {
     '^@sluice/core/adapter$': '<rootDir>/packages/core/src/adapter.ts',
+    '^@sluice/core/testing$': '<rootDir>/packages/core/src/testing.ts',
     '^@sluice/(core|express|fastify|hono|koa|metrics|cli|graphql|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // @sluice/metrics imports its .cts source (src/peer.cts) by the name of its output, './peer.cjs'.

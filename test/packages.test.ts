@@ -2,8 +2,9 @@
 // on the build that `pnpm test` makes first), its tarball installed with plain `npm install` into fresh npm
 // projects next to ioredis 6, next to ioredis 5, and with no Redis client. In each, an ES module app, a
 // CommonJS app and strict TypeScript (no skipLibCheck; NodeNext as ESM and as CJS, and node10) must work.
-// And a new app installed with the Express line the script prints, as the README says. Fixtures:
-// test/consumers/packed/.
+// And a new app installed with the Express line the script prints, as the README says; and a tiny
+// project per test runner (Jest, Vitest, node:test) whose test of an app's limits passes under fake
+// timers with nothing left open. Fixtures: test/consumers/packed/, test/consumers/runners/.
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -80,6 +81,42 @@ const PROJECTS: Project[] = [
   { name: 'ioredis-5', ioredis: repoVersion('ioredis'), major: 5, tsc: ['nodenext'] },
   { name: 'no-redis-client', tsc: ['nodenext', 'node10'] },
 ];
+
+/** A project whose test of its app's limits runs under a test runner's fake timers (test/consumers/runners/). */
+interface RunnerProject {
+  name: string;
+  /** Its test file, and the adapter its app uses. */
+  file: string;
+  adapter: 'express' | 'fastify';
+  /** What it installs beside the packed packages and ioredis, at the repository's versions. */
+  dependencies: string[];
+  /** More of its package.json. */
+  manifest?: Record<string, unknown>;
+  /** node's arguments that run its tests. */
+  args: string[];
+}
+
+const RUNNERS: RunnerProject[] = [
+  {
+    name: 'jest',
+    file: 'jest.test.cjs',
+    adapter: 'express',
+    dependencies: ['express', 'supertest', 'jest'],
+    // Every timer faked from the start; process.nextTick left alone, for ioredis to connect on (docs/testing.md).
+    manifest: { jest: { fakeTimers: { enableGlobally: true, doNotFake: ['nextTick'] } } },
+    args: ['node_modules/jest/bin/jest.js', '--ci', '--detectOpenHandles'],
+  },
+  {
+    name: 'vitest',
+    file: 'vitest.test.mjs',
+    adapter: 'fastify',
+    dependencies: ['fastify', 'vitest'],
+    args: ['node_modules/vitest/vitest.mjs', 'run'],
+  },
+  { name: 'node-test', file: 'node-test.test.mjs', adapter: 'fastify', dependencies: ['fastify'], args: ['--test'] },
+];
+/** Each runner project's test run (after its install). */
+const runnerRuns = new Map<string, Promise<Result>>();
 
 let work: string;
 let redis: RedisServer;
@@ -188,6 +225,25 @@ beforeAll(async () => {
     return { install, app, cliInstall, cli: await run('npx', ['--no-install', 'sluice', '--version'], readme, npmEnv, 60_000) };
   })();
   const cpu = pool(Math.max(2, availableParallelism()));
+  for (const runner of RUNNERS) {
+    const dir = join(work, `runner-${runner.name}`);
+    mkdirSync(dir);
+    const dependencies: Record<string, string> = { ioredis: repoVersion('ioredis') };
+    for (const pkg of ['core', runner.adapter]) dependencies[`@sluice/${pkg}`] = `file:${tarballs.get(pkg)}`;
+    for (const name of runner.dependencies) dependencies[name] = repoVersion(name);
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: `runner-${runner.name}`, private: true, dependencies, ...runner.manifest }),
+    );
+    cpSync(join(__dirname, 'consumers', 'runners', runner.file), join(dir, runner.file));
+    const install = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir, npmEnv);
+    // A run that does not end on its own within 120 s is killed: something was left open.
+    const env = { ...npmEnv, REDIS_URL: redis.url, CI: 'true', NO_COLOR: '1' };
+    runnerRuns.set(
+      runner.name,
+      install.then((i) => (i.code === 0 ? cpu(() => run(process.execPath, runner.args, dir, env, 120_000)) : i)),
+    );
+  }
   for (const project of PROJECTS) {
     const dir = writeProject(project);
     // Plain `npm install`; --prefer-offline only lets it reuse the npm cache without asking the registry again.
@@ -206,7 +262,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all([...checks.values(), ...installs.values(), readmeApp]);
+  await Promise.all([...checks.values(), ...installs.values(), ...runnerRuns.values(), readmeApp]);
   await redis?.stop();
   if (work) rmSync(work, { recursive: true, force: true });
 }, 600_000);
@@ -350,4 +406,19 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
       expect(Number(manifest.version.split('.')[0])).toBe(6);
     }, 600_000);
   }
+});
+
+describe("a test of an app's limits in a fresh project per test runner, under its fake timers, on Redis", () => {
+  it.each(RUNNERS.map((r) => [r.name]))(
+    '%s: passes, ends on its own, and leaves nothing open',
+    async (name) => {
+      const result = ok(await (runnerRuns.get(name) as Promise<Result>), `${name} in runner-${name}`);
+      const out = `${result.stdout}${result.stderr}`;
+      expect(out).not.toMatch(/open handles? potentially keeping Jest from exiting|did not exit one second|close timed out/);
+      if (name === 'jest') expect(out).toMatch(/Tests:\s+3 passed, 3 total/);
+      if (name === 'vitest') expect(out).toMatch(/Tests\s+2 passed \(2\)/);
+      if (name === 'node-test') expect(out).toMatch(/# pass 2\n# fail 0/);
+    },
+    600_000,
+  );
 });

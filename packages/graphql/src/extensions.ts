@@ -25,10 +25,10 @@ export interface QueryCost {
 export interface Refusal {
   message: string;
   /** `extensions.code` of the error. */
-  code: 'THROTTLED' | 'FORBIDDEN' | 'MAX_COST_EXCEEDED' | 'GRAPHQL_VALIDATION_FAILED';
+  code: 'THROTTLED' | 'FORBIDDEN' | 'UNAVAILABLE' | 'MAX_COST_EXCEEDED' | 'GRAPHQL_VALIDATION_FAILED';
   /** The HTTP status, where the server lets a plugin set it. */
   status: number;
-  /** THROTTLED and FORBIDDEN: ms until it could pass (`extensions.retryAfterMs`; `Retry-After` in whole seconds). */
+  /** THROTTLED, FORBIDDEN and UNAVAILABLE: ms until it could pass (`extensions.retryAfterMs`; `Retry-After` in whole seconds). */
   retryAfterMs?: number;
   /** THROTTLED and MAX_COST_EXCEEDED: the response's `extensions.cost`. */
   cost?: QueryCost;
@@ -63,11 +63,16 @@ function sixDigits(x: number): number {
   return digits >= 0 ? Math.round(x * 10 ** digits) / 10 ** digits : Math.round(x / 10 ** -digits) * 10 ** -digits;
 }
 
-/** A denial: THROTTLED (429), or FORBIDDEN (403) when a deny rule or a ban refused it. */
+/**
+ * A denial: THROTTLED (429), FORBIDDEN (403) when a deny rule or a ban refused it, or UNAVAILABLE (503) when
+ * the store cannot answer and the limiter fails closed (`fallback: false`), as the HTTP adapters answer it.
+ */
 export function denied(decision: Decision, requested: number): Refusal {
   const cost = { requestedQueryCost: requested, actualQueryCost: null, throttleStatus: throttleStatus(decision) };
   if (decision.source === 'rule')
     return { message: 'Forbidden', code: 'FORBIDDEN', status: 403, retryAfterMs: decision.retryAfterMs, cost };
+  if (decision.source === 'fail-closed')
+    return { message: 'Service Unavailable', code: 'UNAVAILABLE', status: 503, retryAfterMs: decision.retryAfterMs, cost };
   return { message: 'Throttled', code: 'THROTTLED', status: 429, retryAfterMs: decision.retryAfterMs, cost };
 }
 

@@ -2,6 +2,7 @@
 // this file into an ES module folder, a CommonJS folder and a node10 folder of the consumer project, so
 // the "import" and "require" declarations and the typesVersions fallback are each checked.
 import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimitHeaders, SluiceError, type Store } from '@sluice/core';
+import { type ResetAllOptions, resetAll, type TestClock, testClock } from '@sluice/core/testing';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
 import { costLimit, type QueryCost } from '@sluice/graphql';
@@ -70,3 +71,13 @@ export const nestLogin = RateLimit('5/15m', { failMode: 'closed' });
 export const retryOf = (e: RateLimitedException): number => e.decision.retryAfterMs;
 export const throttlerStorage = sluiceThrottlerStorage({ store });
 export const throttlerRecord = throttlerStorage.increment('k', 60_000, 10, 60_000, 'default').then((r) => r.isBlocked);
+
+// @sluice/core/testing: its own entry's declarations (typesVersions for node10).
+const clock: TestClock = testClock();
+const moved: number = clock.advance('1h') + clock.set(new Date());
+const resetting: ResetAllOptions = { store: memoryStore({ clock }), prefix: 'sluice' };
+export const reset: Promise<void> = resetAll(resetting).then(() => undefined);
+// @ts-expect-error advance takes a duration, not a Date
+clock.advance(new Date());
+
+export { moved };
