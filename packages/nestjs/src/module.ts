@@ -24,6 +24,7 @@ export interface SluiceModuleAsyncOptions {
  * factory has run. With a `policy`, every handler without a @RateLimit of its own counts on one counter per client.
  * @example @Module({ imports: [SluiceModule.forRoot({ policy: '100/1m', store: redisStore({ client }) })] })
  */
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class, its forRoot and forRootAsync static (Nest's convention)
 export class SluiceModule {
   /**
    * The module with `options`: createLimiter's, the adapter options (their functions take the ExecutionContext),
