@@ -91,7 +91,7 @@ function graphql(ctx: ExecutionContext): Target {
 
 /**
  * A WebSocket message's client: socket.io's socket (its handshake's address), or ws's WebSocket, whose
- * address Nest's WsAdapter does not keep: read from its `_socket` (a private field of ws, read on 8.18;
+ * address Nest's WsAdapter does not keep: read from its `_socket` (a private field of ws, read on 8.21;
  * without it the default key refuses the message, and `key(ctx)` is the way).
  */
 function ws(ctx: ExecutionContext): Target {
