@@ -67,7 +67,7 @@ export function settingsOf(given: SluiceModuleOptions): SluiceSettings {
   if (shedOptions !== undefined && (shedOptions === null || typeof shedOptions !== 'object')) {
     badOption('shed', 'an object of shed() options ({} for the defaults)', shedOptions);
   }
-  // Made now: a bad shed option is refused at registration (the kit names it, as shed.<name> is not what it says).
+  // Made now: a bad shed option is refused at registration, named by the kit (maxWait, limit.initial, ...).
   const shedding = shedOptions === undefined ? undefined : shed(shedOptions);
   // Every handler's limiter counts in one store: a memory store made once when none is given.
   if (options.store === undefined && options.limiter === undefined) options.store = memoryStore();
