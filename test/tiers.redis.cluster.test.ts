@@ -214,9 +214,11 @@ describe('shards on a Redis Cluster', () => {
     const admitted = result.reduce((a, b) => a + b, 0);
     expect(admitted).toBeGreaterThanOrEqual(970);
     expect(admitted).toBeLessThanOrEqual(1000);
-    // 8 shards on 3 masters: each holds at least one, so each takes a real share, not a stray call.
+    // 8 shards on 3 masters: each holds at least one, so each takes a real share, not a stray call. A master
+    // that holds one shard of 8 takes about an eighth, less when the random picks spare that shard: 3% is far
+    // above a stray call and below what one shard of 8 takes.
     const total = calls.reduce((a, b) => a + b, 0);
-    for (const c of calls) expect(c / total).toBeGreaterThanOrEqual(0.1);
+    for (const c of calls) expect(c / total).toBeGreaterThanOrEqual(0.03);
   });
 
   it('a two-policy sharded limiter keeps each shard in one slot', async () => {
