@@ -1,0 +1,53 @@
+// bench/core.mjs --builds: the core benchmark once per round for each build, each run in a process and
+// on a redis-server of its own (a build's JIT and keys never meet another's), rounds interleaved so that
+// the machine's load falls on every build alike. Within each run: the token bucket's decisions/s at 512
+// in flight over the faster of rate-limiter-flexible and rate-limit-redis in that run (target: at least
+// 3x), and Node CPU µs per token-bucket decision. Prints each build's median (min–max) over rounds.
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stats } from './stats.mjs';
+
+const CORE = fileURLToPath(new URL('./core.mjs', import.meta.url));
+const RIVALS = ['rate-limiter-flexible', 'rate-limit-redis'];
+
+/** A checkout's commit, short. */
+export const commitOf = (dir) => execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+
+export async function compareBuilds(dirs, { rounds, seconds }) {
+  const builds = dirs.map((d) => ({ dir: resolve(d), commit: commitOf(resolve(d)), runs: [] }));
+  for (let r = 0; r < rounds; r++) {
+    for (const b of builds) {
+      const args = [CORE, '--build', b.dir, '--rounds', '1', '--seconds', String(seconds)];
+      const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 })
+        .trim()
+        .split('\n');
+      b.runs.push(JSON.parse(out.at(-1)));
+    }
+  }
+  const cell = (xs, digits = 2) => {
+    const s = stats(xs);
+    return `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+  };
+  const k = (n) => n / 1000;
+  console.log(
+    '\n| build | token bucket @512, k decisions/s | faster library, k/s | token bucket / faster library, per run (target ≥ 3) | Node CPU µs per token-bucket decision |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  const figures = [];
+  for (const b of builds) {
+    const tb = b.runs.map((run) => run['sluice token-bucket']);
+    const rival = b.runs.map((run) => Math.max(...RIVALS.map((name) => run[name].rate)));
+    const over = tb.map((t, i) => t.rate / rival[i]);
+    const cpu = tb.map((t) => t.cpuUs);
+    console.log(
+      `| ${b.dir} (${b.commit}) | ${cell(
+        tb.map((t) => k(t.rate)),
+        0,
+      )} | ${cell(rival.map(k), 0)} | ${cell(over)}x | ${cell(cpu)} |`,
+    );
+    figures.push({ build: b.dir, commit: b.commit, runs: b.runs, tokenBucketOverFasterLibrary: { ...stats(over), rounds: over } });
+  }
+  const { writeResults } = await import('./results.mjs');
+  writeResults('core-builds', { settings: { seconds, rounds, inflight: 512 }, builds: figures });
+}
