@@ -144,7 +144,7 @@ async function throughput(run, inflight) {
   const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: inflight }, worker));
   const used = process.cpuUsage(cpu);
-  return { rate: done / ((performance.now() - start) / 1000), cpuUs: (used.user + used.system) / done };
+  return { rate: done / ((performance.now() - start) / 1000), cpuUs: (used.user + used.system) / done, done };
 }
 
 async function commandStats() {
@@ -208,16 +208,20 @@ for (const c of list) {
 
 const rates = {};
 const nodeCpu = {}; // this process' CPU µs per decision at 512 in flight (the benchmark loop included)
+const serverCpu = {}; // the redis-server's CPU µs per decision at 512 in flight
 for (let r = 0; r < ROUNDS; r++) {
   for (const inflight of INFLIGHT) {
     for (const c of list) {
       const key = `${c.name} @${inflight}`;
       rates[key] ??= [];
-      const { rate, cpuUs } = await throughput(c.run, inflight);
+      const before = inflight === 512 ? await redis.cpuUs() : 0;
+      const { rate, cpuUs, done } = await throughput(c.run, inflight);
       rates[key].push(rate);
       if (inflight === 512) {
         nodeCpu[c.name] ??= [];
         nodeCpu[c.name].push(cpuUs);
+        serverCpu[c.name] ??= [];
+        serverCpu[c.name].push(((await redis.cpuUs()) - before) / done);
       }
     }
   }
@@ -229,7 +233,11 @@ redis.stop();
 if (offStore > 0) throw new Error(`${offStore} sluice decisions did not come from Redis (timeouts?): figures are void`);
 if (BUILD !== undefined) {
   // One run of --builds: its figures at 512 in flight, as JSON on the last line.
-  const of = (name) => ({ rate: stats(rates[`${name} @512`]).median, cpuUs: stats(nodeCpu[name]).median });
+  const of = (name) => ({
+    rate: stats(rates[`${name} @512`]).median,
+    cpuUs: stats(nodeCpu[name]).median,
+    serverCpuUs: stats(serverCpu[name]).median,
+  });
   console.log(JSON.stringify(Object.fromEntries(list.map((c) => [c.name, of(c.name)]))));
   process.exit(0);
 }
