@@ -26,6 +26,7 @@ import { badOption } from './errors.js';
 import { decisionChannel, eventsHeard, type LimiterEvent, publish, REPORT } from './events.js';
 import { createFailMode, type FailModeOf } from './fail-mode.js';
 import { finish } from './finish.js';
+import { holdsLocally } from './held-locally.js';
 import type { CallOptions, ConsumeOptions, Limiter } from './limiter-api.js';
 import { type LimiterOptions, type ResolvedLimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { createPolicyCache, type PolicyCache, type PolicySet, policySet } from './policy-set.js';
@@ -89,6 +90,8 @@ class Pipeline implements ShardStages, TierStages {
   readonly resetKey: (tag: string, sets: readonly PolicySet[]) => Promise<void>;
   readonly adjust: Adjust;
   readonly wait: Wait;
+  /** Ends what holdsLocally recorded (close()); held here, it keeps that record alive while the limiter is. */
+  readonly letGo: () => void;
 
   constructor(readonly o: ResolvedLimiterOptions) {
     const { prefix, store, clock, onEvent } = o;
@@ -105,6 +108,11 @@ class Pipeline implements ShardStages, TierStages {
     const fallsBack = o.failMode === 'closed' && o.fallback !== false;
     const local = o.prefilter || (guarded && fallsBack) ? memoryStore(o.testClock ? { clock } : {}) : undefined;
     this.local = local;
+    // resetAll (testing) forgets what this process holds of the prefix along with the store's keys.
+    this.letGo = holdsLocally(store, prefix, async () => {
+      this.denyCache?.clear();
+      await local?.resetPrefix?.(prefix);
+    });
     this.hooks = [onEvent];
     this.storeCall = createStoreCall(store, o, { prefix, onEvent });
     this.failMode = createFailMode(
@@ -255,6 +263,7 @@ class Pipeline implements ShardStages, TierStages {
   }
 
   async close(): Promise<void> {
+    this.letGo();
     await this.rules?.close();
     this.storeCall.close();
     this.denyCache?.clear();
