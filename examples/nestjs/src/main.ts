@@ -1,7 +1,9 @@
 // NestJS with @sluice/nestjs, on platform-express (or platform-fastify with PLATFORM=fastify): every handler is
 // limited per client and fails open, POST /login is strict and fails closed to a small per-process limit,
 // GET /health is never limited, and each socket.io client may send 5 `echo` messages a second (a sixth gets an
-// `exception` event). Counts in the embedded memory store, or in Redis when REDIS_URL is set.
+// `exception` event). Under overload a request that gets no slot of the adaptive concurrency limit answers 503
+// before any guard; GET /health keeps the critical reserve. Counts in the embedded memory store, or in Redis
+// when REDIS_URL is set.
 import 'reflect-metadata';
 import { Controller, Get, Module, Post, Req, UseGuards } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -51,7 +53,15 @@ class EchoGateway {
 }
 
 @Module({
-  imports: [SluiceModule.forRoot({ policy: '10/1m', store, failMode: 'open', onEvent })],
+  imports: [
+    SluiceModule.forRoot({
+      policy: '10/1m',
+      store,
+      failMode: 'open',
+      onEvent,
+      shed: { priority: (req) => (req.url === '/health' ? 'critical' : 'normal') },
+    }),
+  ],
   controllers: [AppController],
   providers: [EchoGateway],
 })

@@ -1,11 +1,11 @@
 // SluiceModule: registers the module's options (resolved at registration), the limits of every handler, and
-// the guard, global (APP_GUARD) unless `global: false`. The module is global: @UseGuards(SluiceGuard) works in
-// any module of the app.
-import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+// the guard, global (APP_GUARD) unless `global: false`; with `shed`, the shed middleware on every route. The
+// module is global: @UseGuards(SluiceGuard) works in any module of the app.
+import { type DynamicModule, Inject, type MiddlewareConsumer, Module, type NestModule, type Provider } from '@nestjs/common';
+import { APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { SluiceGuard } from './guard.js';
 import { SluiceLimits } from './limits.js';
-import { isGlobal, SLUICE_SETTINGS, type SluiceModuleOptions, settingsOf } from './options.js';
+import { isGlobal, SLUICE_SETTINGS, type SluiceModuleOptions, type SluiceSettings, settingsOf } from './options.js';
 
 /** Options of SluiceModule.forRootAsync: the module's options from a factory, with its imports and injections. */
 export interface SluiceModuleAsyncOptions {
@@ -21,11 +21,26 @@ export interface SluiceModuleAsyncOptions {
 
 /**
  * The sluice module. forRoot resolves its options at once (a bad one throws here, naming it); forRootAsync when the
- * factory has run. With a `policy`, every handler without a @RateLimit of its own counts on one counter per client.
- * @example @Module({ imports: [SluiceModule.forRoot({ policy: '100/1m', store: redisStore({ client }) })] })
+ * factory has run. With a `policy`, every handler without a @RateLimit of its own counts on one counter per client;
+ * with `shed`, every route passes the shed middleware first, before any guard.
+ * @example @Module({ imports: [SluiceModule.forRoot({ policy: '100/1m', store: redisStore({ client }), shed: {} })] })
  */
-// biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class, its forRoot and forRootAsync static (Nest's convention)
-export class SluiceModule {
+export class SluiceModule implements NestModule {
+  constructor(
+    private readonly settings: SluiceSettings,
+    private readonly host: HttpAdapterHost,
+  ) {}
+
+  /**
+   * Nest's hook for a module's middleware, run when the app initializes, before its routes are registered: the
+   * `shed` option's middleware goes on the platform as app.use() puts it, ahead of the routes and their guards.
+   * Not through the consumer: a middleware it mounts on '*' sees `req.url` cut to '/' on both platforms, and
+   * `priority(req)` reads the path there.
+   */
+  configure(_consumer: MiddlewareConsumer): void {
+    if (this.settings.shed !== undefined) this.host.httpAdapter?.use(this.settings.shed);
+  }
+
   /**
    * The module with `options`: createLimiter's, the adapter options (their functions take the ExecutionContext),
    * and `global` (default true).
@@ -54,6 +69,8 @@ export class SluiceModule {
 }
 
 Module({})(SluiceModule);
+Inject(SLUICE_SETTINGS)(SluiceModule, undefined, 0);
+Inject(HttpAdapterHost)(SluiceModule, undefined, 1);
 
 function moduleOf(global: boolean, settings: Provider, imports: NonNullable<DynamicModule['imports']> = []): DynamicModule {
   const providers: Provider[] = [settings, SluiceLimits, SluiceGuard];

@@ -3,6 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { memoryStore, type PolicyInput } from '@sluice/core';
 import { badOption, type HttpLimit, type HttpLimitOptions, httpLimit, isBoolean, nearest, resolve, spec } from '@sluice/core/adapter';
 import { FORWARDED } from './context.js';
+import { type NestShedOptions, type ShedMiddleware, shed } from './shed.js';
 
 /** What a policy option takes: one policy, several, or a function of the context that returns them (per plan). */
 export type PolicyArgument =
@@ -19,6 +20,11 @@ export type PolicyArgument =
 export type SluiceModuleOptions = HttpLimitOptions<ExecutionContext> & {
   /** Registers SluiceGuard as a global guard (APP_GUARD); false: apply it with @UseGuards(SluiceGuard). Default true. */
   global?: boolean;
+  /**
+   * Sheds load on every route, before any guard: shed()'s options (`{}` for the defaults). A request that gets no
+   * slot answers 503 with Retry-After. Default none: no shedding.
+   */
+  shed?: NestShedOptions;
 };
 
 /** Options of @RateLimit: the module's options to replace for this handler or class (failMode, key, cost, ...). */
@@ -33,12 +39,15 @@ export interface SluiceSettings {
   options: HttpLimitOptions<ExecutionContext>;
   /** The app-wide limit, when the module has a policy or a limiter. */
   limit: Limit | undefined;
+  /** The shed middleware every route passes first, when the module has a `shed` option. */
+  shed: ShedMiddleware | undefined;
 }
 
 /** The injection token of the module's resolved options. */
 export const SLUICE_SETTINGS = Symbol('sluice settings');
 
 const MODULE_OWN = { global: spec(isBoolean, true) };
+const MODULE_NAMES = ['global', 'shed'];
 
 /** The module's own option, `global`, checked: true unless given false. */
 export function isGlobal(given: SluiceModuleOptions | { global?: boolean }): boolean {
@@ -49,15 +58,21 @@ export function isGlobal(given: SluiceModuleOptions | { global?: boolean }): boo
 /** Resolves the module's options (bad ones throw here, naming the option). */
 export function settingsOf(given: SluiceModuleOptions): SluiceSettings {
   isGlobal(given);
-  const { global: _global, ...options } = given;
-  // The kit knows its names, not the module's own: a near miss of `global` is named here.
+  const { global: _global, shed: shedOptions, ...options } = given;
+  // The kit knows its names, not the module's own: a near miss of `global` or `shed` is named here.
   for (const name of Object.keys(options)) {
-    if (nearest(name, ['global']) !== undefined) badOption(name, 'absent: not a module option (did you mean global?)', name);
+    const near = nearest(name, MODULE_NAMES);
+    if (near !== undefined) badOption(name, `absent: not a module option (did you mean ${near}?)`, name);
   }
+  if (shedOptions !== undefined && (shedOptions === null || typeof shedOptions !== 'object')) {
+    badOption('shed', 'an object of shed() options ({} for the defaults)', shedOptions);
+  }
+  // Made now: a bad shed option is refused at registration, named by the kit (maxWait, limit.initial, ...).
+  const shedding = shedOptions === undefined ? undefined : shed(shedOptions);
   // Every handler's limiter counts in one store: a memory store made once when none is given.
   if (options.store === undefined && options.limiter === undefined) options.store = memoryStore();
   const limited = options.policy !== undefined || options.limiter !== undefined;
   // Checked now even without a policy: a bad option is refused at registration, not at the first @RateLimit.
   const limit = httpLimit<ExecutionContext>(limited ? options : { ...options, policy: '1/1s' }, { forwarded: FORWARDED });
-  return { options, limit: limited ? limit : undefined };
+  return { options, limit: limited ? limit : undefined, shed: shedding };
 }
