@@ -13,13 +13,29 @@
 // default), node-redis (the `redis` package) or iovalkey. --clients node-redis,iovalkey adds, beside
 // them, a token-bucket contender on each of those clients, and each one's decisions/s at 512 in flight
 // over the token bucket's on --client, within each round (target: at least 0.8).
+// --builds .,../other-checkout runs this whole benchmark once per round for each build (its
+// packages/core/dist, built), each in a process and on a redis-server of its own, rounds interleaved, at
+// 512 in flight only, and prints each build's token bucket beside the faster library within each run,
+// and its Node CPU per decision (bench/builds.mjs). --build DIR is one such run.
 // Usage: pnpm bench:core [-- --seconds 2 --rounds 3 --client ioredis|node-redis|iovalkey --clients node-redis,iovalkey]
-import { createLimiter, redisStore } from '@sluice/core';
+//        pnpm build && node bench/core.mjs --builds .,../main-checkout [--rounds 5 --seconds 2]
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { arg } from './args.mjs';
+import { compareBuilds } from './builds.mjs';
 import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';
+
+if (arg('builds') !== undefined) {
+  await compareBuilds(arg('builds').split(','), { rounds: Number(arg('rounds', 5)), seconds: Number(arg('seconds', 2)) });
+  process.exit(0);
+}
+const BUILD = arg('build');
+const { createLimiter, redisStore } = await import(
+  BUILD === undefined ? '@sluice/core' : pathToFileURL(`${resolve(BUILD)}/packages/core/dist/esm/index.js`).href
+);
 
 const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 3));
@@ -27,6 +43,7 @@ const KEYS = 10_000;
 const ALGORITHMS = ['token-bucket', 'fixed-window', 'sliding-window', 'sliding-log'];
 const CLIENT = arg('client', 'ioredis');
 const OTHER_CLIENTS = arg('clients', '').split(',').filter(Boolean);
+const INFLIGHT = BUILD === undefined ? [1, 64, 512] : [512];
 
 /** The client sluice's store runs on, connected to `port`; the one `redis` made when it is ioredis. */
 async function storeClientFor(name, port, ioredis) {
@@ -127,7 +144,7 @@ async function throughput(run, inflight) {
   const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: inflight }, worker));
   const used = process.cpuUsage(cpu);
-  return { rate: done / ((performance.now() - start) / 1000), cpuUs: (used.user + used.system) / done };
+  return { rate: done / ((performance.now() - start) / 1000), cpuUs: (used.user + used.system) / done, done };
 }
 
 async function commandStats() {
@@ -191,16 +208,20 @@ for (const c of list) {
 
 const rates = {};
 const nodeCpu = {}; // this process' CPU µs per decision at 512 in flight (the benchmark loop included)
+const serverCpu = {}; // the redis-server's CPU µs per decision at 512 in flight
 for (let r = 0; r < ROUNDS; r++) {
-  for (const inflight of [1, 64, 512]) {
+  for (const inflight of INFLIGHT) {
     for (const c of list) {
       const key = `${c.name} @${inflight}`;
       rates[key] ??= [];
-      const { rate, cpuUs } = await throughput(c.run, inflight);
+      const before = inflight === 512 ? await redis.cpuUs() : 0;
+      const { rate, cpuUs, done } = await throughput(c.run, inflight);
       rates[key].push(rate);
       if (inflight === 512) {
         nodeCpu[c.name] ??= [];
         nodeCpu[c.name].push(cpuUs);
+        serverCpu[c.name] ??= [];
+        serverCpu[c.name].push(((await redis.cpuUs()) - before) / done);
       }
     }
   }
@@ -210,6 +231,16 @@ await closeStoreClient();
 for (const other of otherClients) await other.close();
 redis.stop();
 if (offStore > 0) throw new Error(`${offStore} sluice decisions did not come from Redis (timeouts?): figures are void`);
+if (BUILD !== undefined) {
+  // One run of --builds: its figures at 512 in flight, as JSON on the last line.
+  const of = (name) => ({
+    rate: stats(rates[`${name} @512`]).median,
+    cpuUs: stats(nodeCpu[name]).median,
+    serverCpuUs: stats(serverCpu[name]).median,
+  });
+  console.log(JSON.stringify(Object.fromEntries(list.map((c) => [c.name, of(c.name)]))));
+  process.exit(0);
+}
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 console.log(

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from './args.mjs';
+import { commitOf } from './builds.mjs';
 import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';
 
@@ -65,7 +66,6 @@ if (childMode !== undefined && !childDir.startsWith('--')) {
   const builds = String(arg('builds', '.'))
     .split(',')
     .map((b) => resolve(b));
-  const commitOf = (dir) => execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const rounds = Number(arg('rounds', 5));
   const seconds = Number(arg('seconds', 2));
   const redis = await startRedis();

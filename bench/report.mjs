@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arg } from './args.mjs';
 import { RESULTS_DIR } from './results.mjs';
+import { stats } from './stats.mjs';
 
 const RESULTS = resolve(arg('results', RESULTS_DIR));
 const PAGE = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
@@ -51,8 +52,32 @@ const REPORTS = {
       '',
       ...table(['contender', 'Node CPU µs per decision @512', 'script µs', 'decisions/s @1', '@64', '@512'], rows),
       '',
-      `Token bucket over the faster library at 512 in flight, per round: ${spread(ratio, 2)} (target ≥ 2).`,
+      `Token bucket over the faster library at 512 in flight, per round: ${spread(ratio, 2)} (target ≥ 3).`,
     ];
+  },
+  'core-builds': () => {
+    const r = read('core-builds');
+    if (!r) return undefined;
+    const k = (s) => s && { median: s.median / 1000, min: s.min / 1000, max: s.max / 1000 };
+    const rows = r.builds.map((b) => {
+      const tb = stats(b.runs.map((run) => run['sluice token-bucket'].rate));
+      const cpu = stats(b.runs.map((run) => run['sluice token-bucket'].cpuUs + run['sluice token-bucket'].serverCpuUs));
+      return [
+        b.commit,
+        spread(k(tb)),
+        spread(b.tokenBucketOverFasterLibrary, 2),
+        spread(cpu, 2),
+        spread(b.leanerLibraryCpuOverTokenBucket, 2),
+      ];
+    });
+    const head = [
+      'build',
+      'token bucket @512, k decisions/s',
+      'over the faster library, per run (target ≥ 3)',
+      'CPU µs per decision, Node + Redis',
+      'leaner library over it, per run',
+    ];
+    return [stamp(r), '', ...table(head, rows)];
   },
   limiters: () => {
     const r = read('limiters');

@@ -7,15 +7,15 @@ import { type DenyCache, deniedTag } from './deny-cache.js';
 import type { Policy } from './policy/policy.js';
 import type { StoreReply, StoreRequest } from './store/contract.js';
 import { requestKeys, shardTag } from './store/keys.js';
-import type { ReportError, StoreCall, StoreListener } from './store-call.js';
+import type { StoreCall, StoreListener } from './store-call.js';
 
-/** What the tier hands a decision to, and asks when the store cannot answer: the limiter's other stages. */
+/** What the tier hands a decision to, and asks when the store cannot answer: the limiter's other stages (limiter.ts's Pipeline). */
 export interface ShardStages {
   prefix: string;
   clock: () => number;
   denyCache: DenyCache | undefined;
   storeCall: StoreCall;
-  reportError: ReportError;
+  reportError(key: string | undefined, error: Error | undefined, latencyMs: number): void;
   /** Concurrent slots: the decision holds its slot (slots.ts). */
   hold(decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision;
   /** Shadow mode and the denied event, for a decision that goes to the caller as it is (finish.ts). */
@@ -95,25 +95,26 @@ const takeResolvers = (resolve: StoreAsk['resolve'], reject: StoreAsk['reject'])
   (asking as StoreAsk).reject = reject;
 };
 
-/** One shard's decision: the deny cache's, the store's, or the fail mode's. Not async: one promise per call. */
-export function createDecideShard(s: ShardStages): (attempt: Attempt, shard: number) => Promise<Decision> {
-  return function decideShard(attempt: Attempt, shard: number): Promise<Decision> {
-    const { set } = attempt;
-    const { shards } = set;
-    const tag = shardTag(attempt.tag, shard, shards.count);
-    const denied = deniedTag(tag, set);
-    const now = s.clock();
-    // An id the store already charged is allowed there: the deny cache must not answer for it.
-    if (s.denyCache && !attempt.peek && attempt.id === undefined) {
-      const cached = s.denyCache.get(denied, attempt.cost, now);
-      if (cached) return Promise.resolve(attempt.final ? s.finish(attempt.key, cached) : cached);
-    }
-    if (!s.storeCall.allow(now)) return s.withoutStore(attempt);
-    const ask = new StoreAsk(s, attempt, shard, tag, denied, now);
-    asking = ask;
-    const decision = new Promise<Decision>(takeResolvers);
-    asking = undefined;
-    s.storeCall.decide(ask, now, ask);
-    return decision;
-  };
+/**
+ * One shard's decision: the deny cache's, the store's, or the fail mode's. Not async: one promise per
+ * call. A function of the stages rather than a closure per limiter, so that every limiter runs it alike.
+ */
+export function decideShard(s: ShardStages, attempt: Attempt, shard: number): Promise<Decision> {
+  const { set } = attempt;
+  const { shards } = set;
+  const tag = shardTag(attempt.tag, shard, shards.count);
+  const denied = deniedTag(tag, set);
+  const now = s.clock();
+  // An id the store already charged is allowed there: the deny cache must not answer for it.
+  if (s.denyCache && !attempt.peek && attempt.id === undefined) {
+    const cached = s.denyCache.get(denied, attempt.cost, now);
+    if (cached) return Promise.resolve(attempt.final ? s.finish(attempt.key, cached) : cached);
+  }
+  if (!s.storeCall.allow(now)) return s.withoutStore(attempt);
+  const ask = new StoreAsk(s, attempt, shard, tag, denied, now);
+  asking = ask;
+  const decision = new Promise<Decision>(takeResolvers);
+  asking = undefined;
+  s.storeCall.decide(ask, now, ask);
+  return decision;
 }

@@ -5,12 +5,22 @@ import type { Policy } from './policy/policy.js';
 import type { Store } from './store/contract.js';
 import { storeKey } from './store/keys.js';
 
-/** The prefilter's denial for an attempt, or undefined when it passes on to the store. */
-export function createPrefilter(policy: Policy, prefix: string, local: Store): (attempt: Attempt) => Promise<Decision | undefined> {
-  const policies = [policy];
-  return async (attempt) => {
-    const keys = [storeKey(prefix, attempt.tag, policy.id)];
-    const reply = await local.decide({ keys, policies, cost: attempt.cost, peek: false });
+/** A limiter's prefilter: `policy` counted in `local` under `prefix`. */
+export class Prefilter {
+  private readonly policies: readonly Policy[];
+  constructor(
+    private readonly policy: Policy,
+    private readonly prefix: string,
+    private readonly local: Store,
+  ) {
+    this.policies = [policy];
+  }
+
+  /** The prefilter's denial for an attempt, or undefined when it passes on to the store. */
+  async denial(attempt: Attempt): Promise<Decision | undefined> {
+    const { policies } = this;
+    const keys = [storeKey(this.prefix, attempt.tag, this.policy.id)];
+    const reply = await this.local.decide({ keys, policies, cost: attempt.cost, peek: false });
     return reply.allowed ? undefined : toDecision(policies, reply, 'prefilter');
-  };
+  }
 }

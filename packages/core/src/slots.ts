@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Attempt } from './attempt.js';
 import type { Decision } from './decision.js';
 import { isConcurrent, type Policy } from './policy/policy.js';
+import type { PolicySet } from './policy-set.js';
 import type { Store, StoreRequest } from './store/contract.js';
 import { fallbackTag, requestKeys } from './store/keys.js';
 import { ask, type ReportError, type StoreCall } from './store-call.js';
@@ -29,16 +30,55 @@ export interface Slots {
   hold(decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision;
 }
 
-export function createSlots(o: {
+/** Where a limiter's slots are given back. */
+interface SlotsWhere {
   prefix: string;
-  policies: readonly Policy[];
-  fallback: readonly Policy[];
   /** The local fallback store, when the fail mode is 'closed' in front of a remote store. */
   local: Store | undefined;
   storeCall: StoreCall;
   clock: () => number;
   reportError: ReportError;
-}): Slots {
+}
+
+/**
+ * A limiter's slots: each policy set's that has concurrent policies (made when first used), and the
+ * waits woken when one is released in this process (wait.ts).
+ */
+export class SlotSets {
+  private readonly bySet = new WeakMap<PolicySet, Slots>();
+  private readonly waiting = new Set<() => void>();
+  constructor(private readonly where: SlotsWhere) {}
+
+  of(set: PolicySet): Slots {
+    let slots = this.bySet.get(set);
+    if (slots === undefined) {
+      slots = createSlots({ ...this.where, policies: set.policies, fallback: set.fallback });
+      this.bySet.set(set, slots);
+    }
+    return slots;
+  }
+
+  /** Slots.hold, whose release() also wakes the waits for a slot. */
+  hold(decision: Decision, attempt: Attempt, keys?: readonly string[]): Decision {
+    const held = this.of(attempt.set).hold(decision, attempt, keys);
+    const { release } = held;
+    const { waiting } = this;
+    if (release)
+      held.release = () =>
+        release().finally(() => {
+          for (const wake of waiting) wake();
+        });
+    return held;
+  }
+
+  /** Calls `wake` whenever a slot is released in this process; returns its removal. */
+  onRelease(wake: () => void): () => void {
+    this.waiting.add(wake);
+    return () => this.waiting.delete(wake);
+  }
+}
+
+export function createSlots(o: SlotsWhere & { policies: readonly Policy[]; fallback: readonly Policy[] }): Slots {
   const { prefix, local, storeCall, clock, reportError } = o;
   const inStore = o.policies.filter(isConcurrent);
   const inFallback = local === undefined ? [] : o.fallback.filter(isConcurrent);
