@@ -60,14 +60,35 @@ export function freePort() {
   });
 }
 
+/** Whether `port` on 127.0.0.1 can be listened on now. */
+function isFree(port) {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose Cluster bus port (port + 10000) is free too: a node that cannot bind its bus exits. */
+async function freeNodePort() {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10000 <= 65535 && (await isFree(port + 10000))) return port;
+  }
+}
+
 /** The server's CLI (redis-cli, valkey-cli) run against `port`: its output, trimmed. */
 export async function cli(port, ...args) {
   return (await run(SERVER.cli, ['-p', String(port), ...args], { timeout: 5000 })).stdout.trim();
 }
 
+/** The server exited before it answered: its port (or bus port) was taken between the pick and its bind. */
+class ExitedEarly extends Error {}
+
 // By the clock, not a count of tries: on a busy machine each redis-cli call itself takes a while.
-async function untilPing(port) {
+async function untilPing(port, exited = () => false) {
   for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+    if (exited()) throw new ExitedEarly(`${SERVER.server} on ${port} exited before it answered PING`);
     try {
       if ((await cli(port, 'PING')) === 'PONG') return;
     } catch {
@@ -78,9 +99,24 @@ async function untilPing(port) {
   throw new Error(`${SERVER.server} on ${port} did not answer PING within 20 s`);
 }
 
-/** Starts a server (SERVER) on `port` (default: a free one) with `extra` arguments, and waits for PING. */
+/**
+ * Starts a server (SERVER) on `port` (default: a free one) with `extra` arguments, and waits for PING. On a
+ * port of its own picking, a server that exits at once (another process took the port after the pick) is
+ * started again on another.
+ */
 export async function startServer(extra = [], port) {
-  const p = port ?? (await freePort());
+  if (port !== undefined) return startServerOn(extra, port);
+  const node = extra.includes('--cluster-enabled');
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startServerOn(extra, node ? await freeNodePort() : await freePort());
+    } catch (error) {
+      if (!(error instanceof ExitedEarly) || tries === 5) throw error;
+    }
+  }
+}
+
+async function startServerOn(extra, p) {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
   let proc;
   const abandon = () => {
@@ -88,11 +124,16 @@ export async function startServer(extra = [], port) {
     rmSync(dir, { recursive: true, force: true });
   };
   const start = async () => {
-    proc = spawn(SERVER.server, ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], {
-      stdio: 'ignore',
-    });
+    const current = spawn(
+      SERVER.server,
+      ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
+      {
+        stdio: 'ignore',
+      },
+    );
+    proc = current;
     live.add(abandon);
-    await untilPing(p);
+    await untilPing(p, () => current.exitCode !== null || current.signalCode !== null);
   };
   const kill = async () => {
     const current = proc;
