@@ -125,8 +125,10 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 // checkout, or the baseline's.
 async function takeSnapshot(root = ROOT) {
   const files = (dir) => readdirSync(dir, { recursive: true }).map((f) => join(dir, f));
+  // A baseline checkout may predate a package (its frameworks are then not run on the baseline).
+  const packages = PACKAGES.filter((p) => root === ROOT || existsSync(join(root, 'packages', p)));
   for (let tries = 0; ; tries++) {
-    const dists = PACKAGES.map((p) => join(root, 'packages', p, 'dist'));
+    const dists = packages.map((p) => join(root, 'packages', p, 'dist'));
     const ready = dists.every((d) => existsSync(join(d, 'esm', 'index.js')));
     const newest = ready ? Math.max(...dists.flatMap(files).map((f) => statSync(f).mtimeMs)) : Date.now();
     if (ready && Date.now() - newest > 3_000) break;
@@ -135,7 +137,7 @@ async function takeSnapshot(root = ROOT) {
   }
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-'));
   const hash = createHash('sha1');
-  for (const p of PACKAGES) {
+  for (const p of packages) {
     cpSync(join(root, 'packages', p, 'dist'), join(dir, p, 'dist'), { recursive: true });
     cpSync(join(root, 'packages', p, 'package.json'), join(dir, p, 'package.json'));
     for (const f of files(join(dir, p, 'dist', 'esm')).sort()) if (f.endsWith('.js')) hash.update(readFileSync(f));
