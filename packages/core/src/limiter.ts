@@ -10,13 +10,14 @@
 //   fail-mode.ts     the decision when the store cannot answer
 //   slots.ts         concurrent slots (release), adjust.ts (adjust), finish.ts (shadow mode, denied event)
 //   wait.ts          wait(): a reservation through the store call, or asking again
+//   regions/         with `regions`, a consume and a peek spend from this region's lease instead (tier.ts)
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
 // sluice:decision, every event on sluice:event (events.ts makes both).
 import { performance } from 'node:perf_hooks';
 import { createAdjust } from './adjust.js';
 import type { Attempt } from './attempt.js';
 import { CALL_OPTIONS, CONSUME_OPTIONS, callOptions, checkCost, checkId, counterKey } from './call-checks.js';
-import { createDecideShard } from './decide-shard.js';
+import { createDecideShard, type ShardStages } from './decide-shard.js';
 import type { Decision } from './decision.js';
 import { DenyCache } from './deny-cache.js';
 import { badOption } from './errors.js';
@@ -27,6 +28,7 @@ import type { Limiter } from './limiter-api.js';
 import { type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { createPrefilter } from './prefilter.js';
+import { createRegionTier } from './regions/tier.js';
 import { createReset } from './reset.js';
 import { createRuleStage } from './rule-check.js';
 import { createSlots, type Slots } from './slots.js';
@@ -118,7 +120,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return attempt.final ? finish(attempt.key, held) : held;
     });
 
-  const decideShard = createDecideShard({
+  const shardStages: ShardStages = {
     prefix,
     clock,
     denyCache,
@@ -128,8 +130,27 @@ export function createLimiter(options: LimiterOptions): Limiter {
     finish,
     adjustOf: (attempt, shard) => adjust.of(attempt, shard, 'store'),
     withoutStore,
-  });
-  const consumeTiers = createTiers(prefilter, decideShard, finish);
+  };
+  const decideShard = createDecideShard(shardStages);
+  // regions: a consume and a peek spend from this region's lease instead (regions/tier.ts).
+  const regions =
+    o.regions &&
+    createRegionTier(o.regions, {
+      prefix,
+      store,
+      timeout: o.timeout,
+      emit,
+      finish,
+      decideOn: (on) =>
+        createDecideShard({
+          ...shardStages,
+          denyCache: undefined,
+          storeCall: createStoreCall(on, o, { prefix, onEvent }),
+          adjustOf: () => undefined,
+        }),
+    });
+  const decideFirst = regions ? (attempt: Attempt) => regions.decide(attempt) : (attempt: Attempt) => decideShard(attempt, 0);
+  const consumeTiers = createTiers(prefilter, regions ? (attempt) => regions.decide(attempt) : decideShard, finish);
 
   /** Publishes a decision on sluice:decision once it is made; only while someone subscribes. */
   const observed = (key: string, started: number, decision: Promise<Decision>): Promise<Decision> =>
@@ -191,7 +212,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         id === undefined && !set.hasSlots
           ? { set, key, tag: keyTag(key), cost, peek: false, final: direct }
           : { set, key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: set.hasSlots ? slotsOf(set).next() : undefined };
-      let decision = direct ? decideShard(attempt, 0) : consumeTiers(attempt);
+      let decision = direct ? decideFirst(attempt) : consumeTiers(attempt);
       if (rules !== undefined) decision = rules.watch(caller, scope, attempt.tag, decision);
       return started < 0 ? decision : observed(key, started, decision);
     },
@@ -204,7 +225,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (ruled?.decision !== undefined && rules) return rules.answer(key, ruled.decision);
       const set = ruled?.set ?? setOf(call?.policy);
       const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-      const decision = decideShard({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
+      const decision = decideFirst({ set, key, tag: keyTag(key), cost: 1, peek: true, final: false });
       return started < 0 ? decision : observed(key, started, decision);
     },
 
@@ -230,6 +251,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     async close() {
       await rules?.close();
+      await regions?.close();
       storeCall.close();
       denyCache?.clear();
       await local?.close();

@@ -1,0 +1,120 @@
+// One limit across regions: the stage that decides a consume or peek in this region (regions/options.ts says
+// what it takes). A decision is one call to the region's own store (lua/region.lua: the tokens the region
+// holds, or its static share while the home is away), through the same store call as any other (deadline,
+// breaker, fail mode: decide-shard.ts). A key's first request may wait for its first lease (noLease 'wait').
+// keeper.ts asks the home for more, off the request path, and gives back what quiet keys did not spend.
+import { performance } from 'node:perf_hooks';
+import type { Attempt } from '../attempt.js';
+import type { Decision } from '../decision.js';
+import type { LimiterEvent } from '../events.js';
+import type { Policy } from '../policy/policy.js';
+import type { Store, StoreReply, StoreRequest } from '../store/contract.js';
+import { homeKey, leaseKey, storeKey } from '../store/keys.js';
+import type { LeaseBucket, LeaseStore } from '../store/leases.js';
+import { type Leased, LeaseKeeper } from './keeper.js';
+import type { ResolvedRegions } from './options.js';
+
+export type { RegionsOptions } from './options.js';
+
+/** What the stage is given by the limiter. */
+export interface RegionStages {
+  prefix: string;
+  store: Store;
+  /** The store call's budget (ms): the region's own store. */
+  timeout: number;
+  emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
+  /** One shard's decision on `store` (decide-shard.ts, with its own store call, no deny cache). */
+  decideOn(store: Store): (attempt: Attempt, shard: number) => Promise<Decision>;
+  finish(key: string, decision: Decision): Decision;
+}
+
+export interface RegionTier {
+  decide(attempt: Attempt): Promise<Decision>;
+  close(): Promise<void>;
+}
+
+/** A policy's token bucket, as the leases count it. */
+export const bucketOf = (p: Policy): LeaseBucket => ({ burst: p.burst, ratePerMs: p.limit / p.windowMs });
+
+const pause = (ms: number) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    t.unref?.();
+  });
+
+/**
+ * The region's store as the store call sees it: a decision spends from the key's lease (LeaseStore.spend),
+ * and its status goes to the key's entry, which the stage reads.
+ */
+function spendingStore(store: Store, leases: LeaseStore, keeper: LeaseKeeper, share: boolean): Store {
+  let spends = 0;
+  const name = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  return {
+    local: false,
+    decide(request: StoreRequest): Promise<StoreReply> {
+      const entry = keeper.keys.get(request.keys[0] as string) as Leased;
+      const { bucket } = entry;
+      const o = {
+        ...keeper.times(bucket),
+        share: share || keeper.away,
+        peek: request.peek,
+        epoch: `${name}.${++spends}`,
+        regions: keeper.known,
+      };
+      return leases.spend(entry.regionKey, request.peek ? 1 : request.cost, bucket, o).then((s) => {
+        entry.status = s.status;
+        return { allowed: s.allowed, states: [{ remaining: s.remaining, resetMs: s.resetMs, retryAfterMs: s.retryAfterMs }] };
+      });
+    },
+    connecting: store.connecting && (() => (store.connecting as () => boolean)()),
+    reset: (keys) => store.reset(keys),
+    close: async () => {},
+  };
+}
+
+/** The region's stage. */
+export function createRegionTier(r: ResolvedRegions, s: RegionStages): RegionTier {
+  const leases = s.store.leases as LeaseStore;
+  const keeper = new LeaseKeeper(r, leases, r.home.leases as LeaseStore, s.timeout, s.emit);
+  const decideShard = s.decideOn(spendingStore(s.store, leases, keeper, r.noLease === 'share'));
+
+  async function decide(attempt: Attempt): Promise<Decision> {
+    const policy = attempt.set.policies[0] as Policy;
+    const { prefix } = s;
+    const key = storeKey(prefix, attempt.tag, policy.id);
+    const entry = keeper.note(
+      attempt.key,
+      key,
+      leaseKey(prefix, attempt.tag, policy.id),
+      homeKey(prefix, attempt.tag, policy.id),
+      bucketOf(policy),
+    );
+    const asked = attempt.final ? { ...attempt, final: false } : attempt;
+    let d = await decideShard(asked, 0);
+    // A key without a lease here: its first lease, waited for within the home's timeout (noLease 'wait', or
+    // 'share' while no static share is known yet).
+    if (
+      !d.allowed &&
+      !attempt.peek &&
+      d.source === 'store' &&
+      entry.status === 'none' &&
+      !keeper.away &&
+      (r.noLease === 'wait' || keeper.known === 0)
+    ) {
+      const until = performance.now() + r.timeout;
+      for (;;) {
+        const left = until - performance.now();
+        if (left <= 0) break;
+        const outcome = await Promise.race([keeper.first(entry), pause(left).then(() => 'late' as const)]);
+        d = await decideShard(asked, 0);
+        if (d.allowed || entry.status !== 'none' || keeper.away || outcome !== 'skipped') break;
+        // Another process of this region asked: its grant lands in the region's store shortly.
+        await pause(Math.min(20, Math.max(1, until - performance.now())));
+      }
+    }
+    d.region = r.region;
+    return attempt.final ? s.finish(attempt.key, d) : d;
+  }
+
+  return { decide, close: () => keeper.close() };
+}
