@@ -144,8 +144,9 @@ for i = 1, #KEYS do
       mine.S = math.max(mine.S, S)
       local out, n, hold = outlook(st, region)
       refill(st, burst, rate, out, hold)
-      -- Demand shares among the live leases: each region's part of what the bucket holds and brings in
-      -- over a lease, and never more than it asks for over two leases (or its static share, to start).
+      -- Demand shares among the live leases: each region's part of the tokens in play (the bucket's, and
+      -- those the other leases hold or spent since they last said), and never more than it asks for over
+      -- two leases (or its static share, to start). A region that took much lately leaves the others theirs.
       mine.d = demand
       local sum = 0
       for _, name in ipairs(st.names) do
@@ -154,8 +155,9 @@ for i = 1, #KEYS do
       end
       local alive = n * (1 - hold)
       local w = sum > 0 and demand / sum or 1 / math.max(1, alive)
-      local fair = w * (st.t + rate * (1 - hold) * lease)
-      local need = math.max(2 * demand, burst / n) - math.max(0, mine.G - mine.S)
+      local held = math.max(0, mine.G - mine.S)
+      local fair = w * (st.t + out - held)
+      local need = math.max(2 * demand, burst / n) - held
       local g = math.floor(math.max(0, math.min(st.t, fair, need)))
       mine.G, mine.e, mine.id = mine.G + g, now + 2 * lease, id
       st.t = st.t - g

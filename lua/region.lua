@@ -17,9 +17,12 @@
 -- ARGV[1] op:
 --   's' spend: ARGV[2] cost, [3] burst, [4] refill per ms, [5] '1' when the static share may be used
 --       (the home is away, or noLease 'share'), [6] a fresh epoch's name, [7] the hash's ttl floor (ms),
---       [8] '1' for a peek (nothing charged, no demand counted), [9] the lease (ms).
+--       [8] '1' for a peek (nothing charged, no demand counted), [9] the lease (ms), [10] the regions the
+--       process has heard the home count (the static share before this key heard it).
 --       Reply { allowed, remaining, retryAfterUs, status, resetMs }; status 0 the lease paid, 1 the lease
---       is live but holds too little, 2 no live lease, 3 the static share decided.
+--       is live but holds too little, 2 no lease yet (none held since the key's record began), 3 the
+--       static share decided, 4 the lease lapsed. A lapsed lease's region may use its static share from f
+--       on; one that never held a lease only when told (`share`: noLease 'share', or the home away).
 --   'p' prepare an ask: ARGV[2] lease (ms), [3] the home's timeout (ms), [4] ttl floor, [5] epoch name.
 --       Per key { asked, ep, S, d, sentAt }: asked 0 when this region asked within the lease (any process).
 --   'g' deposit a grant: KEYS[1]; ARGV[2] ep, [3] the home's cumulative grant, [4] sentAt of the ask,
@@ -56,7 +59,7 @@ end
 if op == 's' then
   local key = KEYS[1]
   local cost, burst, rate = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-  local share, peek, lease = ARGV[5] == '1', ARGV[8] == '1', tonumber(ARGV[9])
+  local share, peek, lease, regions = ARGV[5] == '1', ARGV[8] == '1', tonumber(ARGV[9]), tonumber(ARGV[10])
   local h = read(key)
   local fresh = h.ep == nil
   if fresh then h.ep = ARGV[6] end
@@ -72,8 +75,8 @@ if op == 's' then
       status = 1
       retry = math.max(1, num(h, 'a') + lease - now) * 1000
     end
-  elseif share and num(h, 'n') > 0 and now >= num(h, 'f') then
-    local n = num(h, 'n')
+  elseif (share or num(h, 'l') > 0) and math.max(num(h, 'n'), regions) > 0 and now >= num(h, 'f') then
+    local n = math.max(num(h, 'n'), regions)
     local cap, r = burst / n, rate / n
     local sb = h.sb and math.min(cap, num(h, 'sb') + (now - num(h, 'st')) * r) or cap
     status = 3
@@ -91,6 +94,7 @@ if op == 's' then
   elseif now < num(h, 'f') then
     retry = (num(h, 'f') - now) * 1000
   end
+  if status == 2 and num(h, 'l') > 0 then status = 4 end
   if not peek then
     h.S, h.d = S, num(h, 'd') + cost
     if h.sb then

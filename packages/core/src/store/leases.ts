@@ -28,8 +28,12 @@ export interface LeaseSpend {
   /** 0 when allowed; else ms until it may pass (to the µs). */
   retryAfterMs: number;
   resetMs: number;
-  /** What paid: the lease; a live lease holding too little ('low'); no live lease ('none'); the static share. */
-  status: 'lease' | 'low' | 'none' | 'share';
+  /**
+   * What paid: the lease; a live lease holding too little ('low'); no lease yet ('none': a key's first lease
+   * may be waited for); the static share; a lease that lapsed ('lapsed', not waited for: its static share
+   * comes once no grant the home may count is left).
+   */
+  status: 'lease' | 'low' | 'none' | 'share' | 'lapsed';
 }
 
 /** A region's ask for one key, as its store prepared it. */

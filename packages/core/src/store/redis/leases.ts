@@ -8,7 +8,7 @@ import { HOME, REGION, runWhenUp } from './scripts.js';
 
 /** A reply element as text: ioredis' Buffer variants answer Buffers, node-redis strings, integers as numbers. */
 const text = (x: unknown): string => (typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x));
-const STATUS = ['lease', 'low', 'none', 'share'] as const;
+const STATUS = ['lease', 'low', 'none', 'share', 'lapsed'] as const;
 const GRANT = ['stale', 'granted', 'repeat'] as const;
 
 /** The Redis store's leases. */
@@ -94,7 +94,12 @@ export function redisLeases(client: ScriptClient): LeaseStore {
       for (let i = 1; i < raw.length; i += 2) out[text(raw[i])] = text(raw[i + 1]);
       return out;
     },
-    grant(region, asks, o) {
+    async grant(region, asks, o) {
+      // No asks: a probe of the home (a region that lost it), one call all the same.
+      if (asks.length === 0) {
+        await runWhenUp(client, HOME, [], ['g', region, ...times(o)]);
+        return [];
+      }
       return batch(
         asks,
         (a) => a.key,

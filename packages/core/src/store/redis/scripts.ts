@@ -48,7 +48,7 @@ export function runScript(
  * and its caller bounds the wait.
  */
 export function runWhenUp(client: ScriptClient, script: Script, keys: string[], args: string[]): Promise<unknown> {
-  const slot = client.cluster ? calculateSlot(keys[0] as string) : undefined;
+  const slot = client.cluster && keys.length > 0 ? calculateSlot(keys[0] as string) : undefined;
   const down = client.down(slot);
   if (down === undefined) return runScript(client, script, keys, args);
   if (!client.connecting()) return Promise.reject(new Error(down));
