@@ -146,7 +146,8 @@ for i = 1, #KEYS do
       refill(st, burst, rate, out, hold)
       -- Demand shares among the live leases: each region's part of the tokens in play (the bucket's, and
       -- those the other leases hold or spent since they last said), and never more than it asks for over
-      -- two leases (or its static share, to start). A region that took much lately leaves the others theirs.
+      -- two leases (to start, two leases' refill, at most its static share). A region that took much lately
+      -- leaves the others theirs.
       mine.d = demand
       local sum = 0
       for _, name in ipairs(st.names) do
@@ -157,7 +158,7 @@ for i = 1, #KEYS do
       local w = sum > 0 and demand / sum or 1 / math.max(1, alive)
       local held = math.max(0, mine.G - mine.S)
       local fair = w * (st.t + out - held)
-      local need = math.max(2 * demand, burst / n) - held
+      local need = math.max(2 * demand, math.min(burst / n, 2 * rate * lease)) - held
       local g = math.floor(math.max(0, math.min(st.t, fair, need)))
       mine.G, mine.e, mine.id = mine.G + g, now + 2 * lease, id
       st.t = st.t - g

@@ -12,7 +12,7 @@
 --   d   units asked for (allowed or not) since the last ask: the region's demand
 --   u   units the static share admitted since the last ask: charged to the next grant
 --   n   the regions the home counts, for the static share
---   l   1 once this region has held a lease of the key: its asks then stop the static share (f)
+--   l   1 once this region has held a lease of the key: a lapsed lease takes its static share unasked
 --   sb, st  the static share's bucket: its tokens, and when they were counted
 -- ARGV[1] op:
 --   's' spend: ARGV[2] cost, [3] burst, [4] refill per ms, [5] '1' when the static share may be used
@@ -26,7 +26,8 @@
 --   'p' prepare an ask: ARGV[2] lease (ms), [3] the home's timeout (ms), [4] ttl floor, [5] epoch name.
 --       Per key { asked, ep, S, d, sentAt }: asked 0 when this region asked within the lease (any process).
 --   'g' deposit a grant: KEYS[1]; ARGV[2] ep, [3] the home's cumulative grant, [4] sentAt of the ask,
---       [5] lease (ms), [6] the regions the home counts, [7] ttl floor. Reply 1, or 0 for another epoch.
+--       [5] lease (ms), [6] the regions the home counts, [7] ttl floor, [8] the home's timeout (ms).
+--       Reply 1, or 0 for another epoch.
 --   'r' give back: ARGV[2] epoch name, [3] ttl floor, [4] lease (ms). Per key { given, ep, S }: given 0
 --       when the lease is in use (a request, or an ask, within the last lease) or there is nothing to give.
 --   'i' inspect: KEYS[1]; reply { now, field, value, ... }
@@ -127,10 +128,9 @@ elseif op == 'p' then
       -- Demand per lease: an ask after a quiet spell spreads what came in over it.
       if a > 0 and now - a > lease then d = d * lease / (now - a) end
       -- The static share stops until no grant this ask may bring can be live at the home: a grant lasts two
-      -- leases from an ask the home takes within its timeout. A key that has held no lease yet keeps its
-      -- static share while its first ask is out (noLease 'share'): what it admits meanwhile is charged to
-      -- the grant.
-      if num(h, 'x') > 0 or num(h, 'l') > 0 then h.f = math.max(num(h, 'f'), now + timeout + 2 * lease) end
+      -- leases from an ask the home takes within its timeout. What the static share admitted before (noLease
+      -- 'share', a key's first requests) is charged to the grant.
+      h.f = math.max(num(h, 'f'), now + timeout + 2 * lease)
       call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f or 0, 'd', 0)
       keep(key, h, floor)
       reply[#reply + 1] = { 1, h.ep, num(h, 'S'), fmt(d), now }
@@ -146,7 +146,9 @@ elseif op == 'g' then
   -- What the static share admitted while the ask was out is paid from the grant.
   local S = num(h, 'S') + num(h, 'u')
   h.x = x
-  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'n', ARGV[6], 'l', 1)
+  -- Its static share waits until this grant cannot be live at the home any more (a first lease's ask did not say).
+  h.f = math.max(num(h, 'f'), tonumber(ARGV[4]) + tonumber(ARGV[8]) + 2 * tonumber(ARGV[5]))
+  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'f', h.f, 'n', ARGV[6], 'l', 1)
   keep(key, h, tonumber(ARGV[7]))
   return 1
 elseif op == 'r' then

@@ -16,7 +16,9 @@ const WHOLE: Partial<Record<keyof typeof SCRIPTS, string>> = { rules: 'lua/rules
 type Script = keyof typeof SCRIPTS;
 /** What the check found in `source` (one of SCRIPTS, or a changed copy), each at its lua/ file and line. */
 const check = (script: Script, source = SCRIPTS[script]) =>
-  undeclaredKeys(source).map(({ line, problem }) => `${WHOLE[script] !== undefined ? `${WHOLE[script]}:${line}` : luaSource(line)}: ${problem}`);
+  undeclaredKeys(source).map(
+    ({ line, problem }) => `${WHOLE[script] !== undefined ? `${WHOLE[script]}:${line}` : luaSource(line)}: ${problem}`,
+  );
 
 describe('every key a script touches comes from KEYS', () => {
   it.each(Object.keys(SCRIPTS) as Script[])('in the %s script', (script) => {

@@ -1,6 +1,9 @@
 // One limit across regions (createLimiter's `regions`): three regions and a home, each its own redis-server,
 // the home behind a TCP proxy that delays its replies as a cross-region link does. Windows are measured on
 // this process' clock with a slack for the replies' own delay; the machine is loaded, so margins are wide.
+
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createLimiter, type Decision, type LeaseStore, type Limiter, type LimiterEvent, redisStore, type Store } from '@sluice/core';
 import Redis from 'ioredis';
@@ -210,5 +213,33 @@ describe('one limit across regions (regions: leases from a home)', () => {
       { withinMs: 10_000, what: 'the restarted region decides again' },
     );
     await until(() => events.filter((e) => e.type === 'lease-granted').length > granted, true, { withinMs: 5000, what: 'a new grant' });
+  });
+
+  it('sluice inspect --home shows the global bucket and each region’s lease', async () => {
+    const prefix = uniquePrefix();
+    const ls = [0, 1].map((i) => limiterIn(i, prefix));
+    for (const l of ls) expect((await l.consume('k')).allowed).toBe(true);
+    const args = [
+      'inspect',
+      'k',
+      '--policy',
+      '40/1s',
+      '--prefix',
+      prefix,
+      '--redis',
+      `redis://127.0.0.1:${regions[0]?.port}`,
+      '--home',
+      `redis://127.0.0.1:${home.port}`,
+    ];
+    // The built command, as a user runs it.
+    const bin = join(__dirname, '..', 'packages', 'cli', 'dist', 'esm', 'bin.js');
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [bin, ...args], { timeout: 20_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    );
+    const shown = JSON.parse(out);
+    expect(shown.home.leases.map((l: { region: string }) => l.region).sort()).toEqual(['r0', 'r1']);
+    expect(shown.home.tokens).toBeGreaterThanOrEqual(0);
+    expect(shown.region.holds).toBeGreaterThanOrEqual(0);
+    expect(shown.region.msLeft).toBeGreaterThan(0);
   });
 });

@@ -10,8 +10,10 @@ const withLeases = (): Store => ({ ...memoryStore(), local: false, leases: {} as
 describe('regions options', () => {
   const store = withLeases();
   const home = withLeases();
-  const make = (regions: unknown, extra: object = {}) => () =>
-    createLimiter({ policy: '100/1m', store, regions, ...extra } as Parameters<typeof createLimiter>[0]);
+  const make =
+    (regions: unknown, extra: object = {}) =>
+    () =>
+      createLimiter({ policy: '100/1m', store, regions, ...extra } as Parameters<typeof createLimiter>[0]);
 
   it.each([
     ['not an object', 'x', /^regions must be \{ home, region/],
@@ -38,11 +40,17 @@ describe('regions options', () => {
     ['a fixed window', { policy: { limit: 100, window: '1m', algorithm: 'fixed-window' } }, /^policy must be one token-bucket policy/],
     ['shards', { shards: 2 }, /^shards must be 1 when `regions` is given/],
   ])('what `regions` asks of the other options: %s is refused', (_, extra, message) => {
-    expect(make({ home, region: 'eu' }, extra)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(message) }));
+    expect(make({ home, region: 'eu' }, extra)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_OPTION', message: expect.stringMatching(message) }),
+    );
   });
 
   it('a region with every option given is made, and closes', async () => {
-    const limiter = createLimiter({ policy: '100/1m', store, regions: { home, region: 'eu-west', lease: '500ms', noLease: 'share', count: 3, timeout: '2s' } });
+    const limiter = createLimiter({
+      policy: '100/1m',
+      store,
+      regions: { home, region: 'eu-west', lease: '500ms', noLease: 'share', count: 3, timeout: '2s' },
+    });
     await limiter.close();
   });
 });

@@ -91,16 +91,9 @@ export function createRegionTier(r: ResolvedRegions, s: RegionStages): RegionTie
     );
     const asked = attempt.final ? { ...attempt, final: false } : attempt;
     let d = await decideShard(asked, 0);
-    // A key without a lease here: its first lease, waited for within the home's timeout (noLease 'wait', or
-    // 'share' while no static share is known yet).
-    if (
-      !d.allowed &&
-      !attempt.peek &&
-      d.source === 'store' &&
-      entry.status === 'none' &&
-      !keeper.away &&
-      (r.noLease === 'wait' || keeper.known === 0)
-    ) {
+    // A key without a lease here: its first lease, waited for within the home's timeout (noLease 'wait'; with
+    // 'share', once the static share stops for the ask on its way).
+    if (!d.allowed && !attempt.peek && d.source === 'store' && entry.status === 'none' && !keeper.away) {
       const until = performance.now() + r.timeout;
       for (;;) {
         const left = until - performance.now();

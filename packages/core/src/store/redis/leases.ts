@@ -73,7 +73,7 @@ export function redisLeases(client: ScriptClient): LeaseStore {
     },
     async deposit(key, grant, o) {
       const args = ['g', grant.epoch, String(grant.total), String(grant.sentAt), String(o.leaseMs), String(grant.regions)];
-      args.push(String(Math.ceil(o.ttlMs)));
+      args.push(String(Math.ceil(o.ttlMs)), String(o.timeoutMs));
       return Number(await runWhenUp(client, REGION, [key], args)) === 1;
     },
     giveBack(keys, o) {
