@@ -198,17 +198,6 @@ async function main() {
         }
         row.following = intervals ?? `> ${swap}`;
       }
-      if (process.env.DEBUG_ROWS) {
-        const late = rows.filter((r) => r[0] >= startAt + 1000 && r[1] > 20);
-        console.log(
-          name,
-          'late',
-          late.length,
-          'of',
-          rows.length,
-          JSON.stringify(late.slice(0, 12).map((r) => [Math.round(r[0] - startAt), Math.round(r[1]), r[2], r[3], r[4]])),
-        );
-      }
       table.push(row);
       console.log(JSON.stringify(row));
     }
