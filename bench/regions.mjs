@@ -9,7 +9,7 @@
 //   p99             of a decision from 1 s on, leases against a one-region limiter on the same Redis (the counter)
 //   following       after the swap, lease intervals until the region that was small gets 80% of its share
 //   home paused     (last) SIGSTOP of the home for --pause seconds: the slowest decision, over-admission
-// Usage: pnpm build && node bench/regions.mjs [--rounds 3 --steady 8 --swap 6 --pause 10 --workers 2 --load 3]
+// Usage: pnpm build && node bench/regions.mjs [--rounds 3 --steady 8 --swap 6 --pause 10 --workers 2 --load 3 --lease 500]
 import { fork } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -39,7 +39,7 @@ async function work() {
   };
   const regional = redisStore({ client: client(regionPort) });
   const home = redisStore({ client: client(homePort) });
-  process.on('message', async ({ mode, prefix, plan, startAt }) => {
+  process.on('message', async ({ mode, prefix, plan, startAt, leaseMs }) => {
     const policy = mode === 'split' ? { limit: LIMIT, window: `${WINDOW_S * 3}s`, burst: Math.floor(BURST / 3) } : `${LIMIT}/${WINDOW_S}s`;
     // While the region's own Redis does not answer, each process admits a share of the region's static share.
     const share = Math.max(1, Math.floor(BURST / 3 / workers));
@@ -49,7 +49,7 @@ async function work() {
       store: regional,
       fallback: { limit: share, window: `${(WINDOW_S * share) / (LIMIT / 3 / workers)}s` },
       denyCache: false,
-      regions: mode === 'leases' ? { home, region: `r${region}`, lease: '1s' } : undefined,
+      regions: mode === 'leases' ? { home, region: `r${region}`, lease: leaseMs } : undefined,
     });
     const out = [];
     const pending = [];
@@ -131,6 +131,8 @@ async function main() {
   const pause = Number(arg('pause', '10'));
   const perRegion = Number(arg('workers', '2'));
   const load = Number(arg('load', '3'));
+  // A lease of a tenth of the bucket's refill time (burst / rate = 5 s), several times the home's round trip.
+  const leaseMs = Number(arg('lease', '500'));
   const [dmin, dmax] = [Number(arg('delay-min', '40')), Number(arg('delay-max', '80'))];
   const home = await startServer();
   const regions = [await startServer(), await startServer(), await startServer()];
@@ -156,7 +158,7 @@ async function main() {
         new Promise((resolve) => {
           child.once('message', (rows) => resolve(rows.map((row) => [...row, region])));
           const steps = plan.map(({ until, shares }) => ({ until, perSecond: (RATE * load * shares[region]) / perRegion }));
-          child.send({ mode, prefix, plan: steps, startAt });
+          child.send({ mode, prefix, plan: steps, startAt, leaseMs });
         }),
     );
     await during?.(startAt);
@@ -185,18 +187,18 @@ async function main() {
       // p99 once every region holds its first lease (from 1 s on), to the end of the steady part.
       row.p99 = p99(rows.filter((r) => r[0] >= startAt + 1000 && r[0] < to).map((r) => r[1]));
       if (name === 'leases') {
-        // After the swap: per lease interval (1 s), the share of admissions of the region that was small.
+        // After the swap: per lease interval, the share of admissions of the region that was small.
         let intervals;
-        for (let i = 0; i < swap; i++) {
-          const a = startAt + (steady + i) * 1000;
-          const inside = rows.filter((r) => r[2] === 1 && r[0] >= a && r[0] < a + 1000);
+        for (let i = 0; i < (swap * 1000) / leaseMs; i++) {
+          const a = startAt + steady * 1000 + i * leaseMs;
+          const inside = rows.filter((r) => r[2] === 1 && r[0] >= a && r[0] < a + leaseMs);
           const share = inside.filter((r) => r[4] === 2).length / Math.max(1, inside.length);
           if (share >= 0.8 * swapped[2]) {
             intervals = i + 1;
             break;
           }
         }
-        row.following = intervals ?? `> ${swap}`;
+        row.following = intervals ?? `> ${(swap * 1000) / leaseMs}`;
       }
       table.push(row);
       console.log(JSON.stringify(row));
