@@ -1,9 +1,11 @@
 // GraphQL benchmark: what @sluice/graphql's costLimit costs a server. Per server (GraphQL Yoga on node:http,
-// Apollo Server standalone, Mercurius on Fastify), three contenders, each its own child process on
-// 127.0.0.1 (NODE_ENV=production, as servers run): the bare server, the server with costLimit on the
-// memory store, and the server with graphql-armor's cost limit (a validation rule: a cap on one query's
-// cost, no budget). autocannon runs here, every request the same three-level query with trivial
-// resolvers, which is where a plugin's share shows most:
+// Apollo Server standalone, Mercurius on Fastify), each contender in its own child process on 127.0.0.1
+// (NODE_ENV=production, as servers run): the bare server; costLimit on the memory store (sluice); the
+// limiter's two decisions alone, the same consume and refund in the server's hooks with no costing
+// (decisions: the plugin's share is the difference); costLimit from another checkout's build (sluice-base,
+// with --base DIR); costLimit on Redis (sluice-redis); graphql-armor's cost limit (armor: a validation rule,
+// a cap on one query's cost, no budget). autocannon runs here, every request the same three-level query
+// with trivial resolvers, which is where a plugin's share shows most:
 //   { viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }
 // requested 1 + 5 x (1 + 5) = 31, actual 1 + 3 x (1 + 2) = 10: each request is costed, charged in one
 // consume, its result costed, and 21 points refunded (decision.adjust). Each request carries an
@@ -12,21 +14,25 @@
 // (min–max) over rounds of req/s and of the server's CPU µs per request, and each round's ratios to the
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
-// Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius]
+// Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
+//   --contenders sluice,decisions,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { resolve as resolvePath } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from './args.mjs';
 import { startRedis } from './redis-server.mjs';
 import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'sluice-redis', 'armor'];
+const CONTENDERS = ['bare', 'sluice', 'decisions', 'sluice-base', 'sluice-redis', 'armor'];
 const LABELS = {
   bare: 'bare server',
+  decisions: 'its two decisions alone, memory store',
   sluice: 'costLimit, memory store',
+  'sluice-base': 'costLimit, memory store, --base build',
   'sluice-redis': 'costLimit, Redis',
   armor: 'graphql-armor cost limit',
 };
@@ -45,9 +51,11 @@ const resolvers = {
 };
 
 /** A child: one server with one contender, its port sent to the parent once it listens. */
-async function serve(server, contender, redisPort) {
-  const { createLimiter, memoryStore, redisStore } = await import('@sluice/core');
-  const { costDirectives, costLimit } = await import('@sluice/graphql');
+async function serve(server, contender, redisPort, base) {
+  // --base: another checkout's build of @sluice/core and @sluice/graphql (its packages/*/dist), side by side with this one's.
+  const built = (pkg) => pathToFileURL(`${base}/packages/${pkg}/dist/esm/index.js`).href;
+  const { createLimiter, memoryStore, redisStore } = await import(contender === 'sluice-base' ? built('core') : '@sluice/core');
+  const { costDirectives, costLimit } = await import(contender === 'sluice-base' ? built('graphql') : '@sluice/graphql');
   const { costLimitPlugin, costLimitRule } = require('@escape.tech/graphql-armor-cost-limit');
   const { default: Redis } = await import('ioredis');
   const store = contender === 'sluice-redis' ? redisStore({ client: new Redis({ port: Number(redisPort) }) }) : memoryStore();
@@ -55,11 +63,22 @@ async function serve(server, contender, redisPort) {
   const limit = costLimit({ limiter, key: (ctx) => ctx.key, maxCost: 1e6 });
   const sluice = contender.startsWith('sluice');
   const armor = { maxCost: 1e6 };
+  // `decisions`: what costLimit asks of the limiter and nothing else (no costing, no extensions): the
+  // same consume of 31 in the server's hook before execution, and the refund of 21 after.
+  const decisions = contender === 'decisions';
+  const consume = (ctx) => limiter.consume(ctx.key, { cost: 31 });
+  const refund = (decision) => decision.adjust(-21);
   const defs = [costDirectives, typeDefs];
   let port;
   if (server === 'yoga') {
     const { createSchema, createYoga } = await import('graphql-yoga');
-    const plugins = sluice ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : [];
+    const charge = {
+      async onExecute({ args }) {
+        const decision = await consume(args.contextValue);
+        return { onExecuteDone: () => refund(decision).then(() => undefined) };
+      },
+    };
+    const plugins = sluice ? [limit.envelop()] : contender === 'armor' ? [costLimitPlugin(armor)] : decisions ? [charge] : [];
     const yoga = createYoga({
       schema: createSchema({ typeDefs: defs, resolvers }),
       plugins,
@@ -75,7 +94,25 @@ async function serve(server, contender, redisPort) {
     const apollo = new ApolloServer({
       typeDefs: defs,
       resolvers,
-      plugins: sluice ? [limit.apollo()] : [],
+      plugins: sluice
+        ? [limit.apollo()]
+        : decisions
+          ? [
+              {
+                async requestDidStart() {
+                  let decision;
+                  return {
+                    async didResolveOperation({ contextValue }) {
+                      decision = await consume(contextValue);
+                    },
+                    async willSendResponse() {
+                      await refund(decision);
+                    },
+                  };
+                },
+              },
+            ]
+          : [],
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
     const { url } = await startStandaloneServer(apollo, {
@@ -94,6 +131,14 @@ async function serve(server, contender, redisPort) {
       validationRules: contender === 'armor' ? [costLimitRule(armor)] : [],
     });
     if (sluice) await app.register(limit.mercurius());
+    if (decisions) {
+      app.graphql.addHook('preExecution', async (_schema, _document, context) => {
+        context.decision = await consume(context);
+      });
+      app.graphql.addHook('onResolution', async (_execution, context) => {
+        await refund(context.decision);
+      });
+    }
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = app.server.address().port;
   }
@@ -108,14 +153,16 @@ async function serve(server, contender, redisPort) {
   if (sluice && body.extensions?.cost?.actualQueryCost !== 10) throw new Error(`${server}: no extensions.cost`);
   process.on('message', (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
+    if (message === 'exit') process.exit(0); // a --cpu-prof child writes its profile on exit
   });
   process.send({ port });
 }
 
-function start(server, contender, redisPort) {
+function start(server, contender, redisPort, profileDir, base) {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort)], {
+    const child = fork(fileURLToPath(import.meta.url), ['--serve', server, contender, String(redisPort), base], {
       env: { ...process.env, NODE_ENV: 'production' },
+      execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
@@ -177,6 +224,19 @@ async function main() {
   const warmup = Number(arg('warmup', 1));
   const connections = Number(arg('connections', 32));
   const servers = arg('servers', 'yoga,apollo,mercurius').split(',');
+  // A checkout whose build runs as the contender sluice-base (its packages built: pnpm build there).
+  const base = resolvePath(arg('base', '.'));
+  // The bare server is every ratio's base: always there.
+  const all = CONTENDERS.filter((c) => c !== 'sluice-base' || arg('base') !== undefined);
+  const contenders = [
+    'bare',
+    ...arg('contenders', all.join(','))
+      .split(',')
+      .filter((c) => c !== 'bare'),
+  ];
+  for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`--contenders: ${c} is none of ${CONTENDERS.join(', ')}`);
+  // Each server's CPU profile (node --cpu-prof), written to this directory when the run ends.
+  const profileDir = arg('cpu-prof', '');
   const fmt = (n, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   const cell = (xs, digits) => {
     const s = stats(xs);
@@ -186,17 +246,17 @@ async function main() {
   const redis = await startRedis();
   for (const server of servers) {
     const running = {};
-    for (const contender of CONTENDERS) running[contender] = await start(server, contender, redis.port);
+    for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir, base);
     try {
-      for (const contender of CONTENDERS) if (warmup > 0) await load(running[contender], warmup, connections);
-      const runs = Object.fromEntries(CONTENDERS.map((c) => [c, []]));
+      for (const contender of contenders) if (warmup > 0) await load(running[contender], warmup, connections);
+      const runs = Object.fromEntries(contenders.map((c) => [c, []]));
       for (let r = 0; r < rounds; r++) {
-        for (let i = 0; i < CONTENDERS.length; i++) {
-          const contender = CONTENDERS[(i + r) % CONTENDERS.length];
+        for (let i = 0; i < contenders.length; i++) {
+          const contender = contenders[(i + r) % contenders.length];
           runs[contender].push(await load(running[contender], seconds, connections));
         }
       }
-      for (const contender of CONTENDERS) {
+      for (const contender of contenders) {
         const mine = runs[contender];
         const ratio =
           contender === 'bare'
@@ -228,16 +288,19 @@ async function main() {
         console.error(rows.at(-1));
       }
     } finally {
-      for (const { child } of Object.values(running)) child.kill('SIGKILL');
+      for (const { child } of Object.values(running)) {
+        if (profileDir) await new Promise((resolve) => child.once('exit', resolve).send('exit'));
+        else child.kill('SIGKILL');
+      }
     }
   }
   await redis.stop();
-  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')}`;
+  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${arg('base') ? ` --base ${arg('base')}` : ''}${profileDir ? ` --cpu-prof ${profileDir}` : ''}`;
   console.log(`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit()}: \`${command}\`\n`);
   console.log('| server | contender | req/s | ratio to the bare server | server CPU µs per request | µs added | bare CPU / its CPU |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
   for (const row of rows) console.log(row);
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], process.argv[5]);
+if (process.argv[2] === '--serve') await serve(process.argv[3], process.argv[4], process.argv[5], process.argv[6]);
 else await main();

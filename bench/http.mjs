@@ -9,7 +9,7 @@
 // percent over tens of seconds, so a ratio to the bare app is only as good as the two measures are
 // close. Figures: median (min–max) req/s over rounds, and the ratio to the bare app of the same
 // framework in the same round.
-// Usage: pnpm bench:http [-- --seconds 2 --rounds 10 --warmup 1 --frameworks express,fastify,koa,hono]
+// Usage: pnpm bench:http [-- --seconds 2 --rounds 10 --warmup 1 --frameworks express,fastify,koa,hono,nestjs-express,nestjs-fastify]
 //   --contenders sluice-redis,bare   run only these contenders (bare is always kept, for the ratios)
 //   --control                        add a second bare app: its ratio to the first shows the noise floor
 //   --baseline DIR                   add sluice on Redis as built in DIR, another checkout (git worktree add
@@ -37,7 +37,7 @@ const autocannon = require('autocannon');
 const SECONDS = Number(arg('seconds', 2));
 const ROUNDS = Number(arg('rounds', 10));
 const WARMUP = Number(arg('warmup', 1));
-const FRAMEWORKS = arg('frameworks', 'express,fastify,koa,hono').split(',');
+const FRAMEWORKS = arg('frameworks', 'express,fastify,koa,hono,nestjs-express,nestjs-fastify').split(',');
 const ONLY = arg('contenders', undefined)?.split(',');
 const PROFILE = arg('profile', undefined);
 const CONTROL = process.argv.includes('--control');
@@ -49,7 +49,7 @@ const KEYS = 10_000;
 const SERVER = new URL('./http-servers/server.mjs', import.meta.url);
 const HOOKS = fileURLToPath(new URL('./http-servers/snapshot-hooks.mjs', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'nestjs'];
 
 const CONTENDERS = {
   express: [
@@ -64,6 +64,9 @@ const CONTENDERS = {
   fastify: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', '@fastify/rate-limit'],
   koa: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', 'koa-ratelimit'],
   hono: ['bare', 'sluice-memory', 'sluice-redis', 'sluice-redis-settle', 'sluice-redis-skip-failed', 'hono-rate-limiter'],
+  // NestJS on each platform: SluiceModule's guard, and @nestjs/throttler's guard on either Redis storage.
+  'nestjs-express': ['bare', 'sluice-memory', 'sluice-redis', 'sluice-throttler-storage', '@nestjs/throttler'],
+  'nestjs-fastify': ['bare', 'sluice-memory', 'sluice-redis', 'sluice-throttler-storage', '@nestjs/throttler'],
 };
 const LABELS = {
   bare: 'bare app',
@@ -77,11 +80,14 @@ const LABELS = {
   '@fastify/rate-limit': '@fastify/rate-limit (Redis)',
   'koa-ratelimit': 'koa-ratelimit (Redis)',
   'hono-rate-limiter': 'hono-rate-limiter + @hono-rate-limiter/redis',
+  'sluice-throttler-storage': '@nestjs/throttler + sluiceThrottlerStorage (Redis)',
+  '@nestjs/throttler': '@nestjs/throttler + @nest-lab/throttler-storage-redis',
 };
 const ON_REDIS = (contender) => contender !== 'bare' && contender !== 'control' && contender !== 'sluice-memory';
 const SLUICE = (contender) => contender.startsWith('sluice-') || contender === 'baseline';
 
-for (const f of FRAMEWORKS) if (!CONTENDERS[f]) throw new Error(`--frameworks: unknown framework ${f} (express, fastify, koa, hono)`);
+for (const f of FRAMEWORKS)
+  if (!CONTENDERS[f]) throw new Error(`--frameworks: unknown framework ${f} (${Object.keys(CONTENDERS).join(', ')})`);
 if (ONLY) for (const f of FRAMEWORKS) CONTENDERS[f] = CONTENDERS[f].filter((c) => c === 'bare' || ONLY.includes(c));
 if (CONTROL) for (const f of FRAMEWORKS) CONTENDERS[f].splice(1, 0, 'control');
 if (BASELINE) {
@@ -408,6 +414,15 @@ for (const framework of FRAMEWORKS) {
     verdicts.push(
       `${framework}: sluice on Redis over the baseline build, per round: ${b.median.toFixed(3)} (${b.min.toFixed(3)}–${b.max.toFixed(3)}); ` +
         `baseline at ${fmtRatio(stats(ratios.baseline).median)} of bare`,
+    );
+  }
+  // @nestjs/throttler's guard on either storage: sluiceThrottlerStorage against @nest-lab/throttler-storage-redis.
+  if (ratios['sluice-throttler-storage'] && ratios['@nestjs/throttler']) {
+    const [ours, theirs] = [ratios['sluice-throttler-storage'], ratios['@nestjs/throttler']];
+    const wins = ours.filter((x, r) => x > theirs[r]).length;
+    verdicts.push(
+      `${framework}: ${LABELS['sluice-throttler-storage']} ${fmtRatio(stats(ours).median)} vs ${fmtRatio(stats(theirs).median)}: ` +
+        `${stats(ours).median > stats(theirs).median ? 'ahead' : 'BEHIND'} (ahead in ${wins} of ${ROUNDS} rounds)`,
     );
   }
   for (const peer of CONTENDERS[framework].filter((c) => ON_REDIS(c) && !SLUICE(c))) {

@@ -9,13 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'graphql', 'metrics', 'cli'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'nestjs', 'graphql', 'metrics', 'cli'];
 /** What an app installs beside @sluice/core, for each use. */
 const USES = [
   ['Express', 'express', ['express']],
   ['Fastify', 'fastify', ['fastify']],
   ['Koa', 'koa', ['koa', '@koa/router']],
   ['Hono', 'hono', ['hono', '@hono/node-server']],
+  ['NestJS', 'nestjs', ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs']],
   ['GraphQL cost budgets (Yoga, Apollo Server, Mercurius)', 'graphql', ['graphql']],
   ['Prometheus metrics (beside an adapter)', 'metrics', ['prom-client']],
   ['the sluice command', 'cli', []],

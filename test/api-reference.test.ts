@@ -14,10 +14,13 @@ const API = 'docs/api.md';
 const ENTRIES: Record<string, string> = {
   'packages/core/src/index.ts': '@sluice/core',
   'packages/core/src/adapter.ts': 'For adapter authors: @sluice/core/adapter',
+  'packages/core/src/testing.ts': 'Testing: @sluice/core/testing',
   'packages/express/src/index.ts': '@sluice/express',
   'packages/fastify/src/index.ts': '@sluice/fastify',
   'packages/koa/src/index.ts': '@sluice/koa',
   'packages/hono/src/index.ts': '@sluice/hono',
+  'packages/graphql/src/index.ts': '@sluice/graphql',
+  'packages/nestjs/src/index.ts': '@sluice/nestjs',
   'packages/metrics/src/index.ts': '@sluice/metrics',
 };
 
@@ -35,6 +38,7 @@ interface Check extends TypeRef {
 }
 
 const CORE = 'packages/core/src';
+const GRAPHQL = 'packages/graphql/src';
 const FASTIFY = 'packages/fastify/src/index.ts';
 const LIMITER_OPTIONS = { file: `${CORE}/limiter-options.ts`, type: 'LimiterOptions' };
 const HTTP_OPTIONS = { file: `${CORE}/adapter/options.ts`, type: 'HttpLimitOptions' };
@@ -63,6 +67,10 @@ const CHECKS: Check[] = [
   { file: FASTIFY, type: 'FastifyPluginOwnOptions', in: 'Middleware options' },
   { file: 'packages/hono/src/rate-limit.ts', type: 'HonoOwnOptions', in: 'Middleware options' },
   { file: 'packages/hono/src/peer.ts', type: 'HonoRateLimiterSpellings', in: 'docs/hono.md' },
+  { file: 'packages/nestjs/src/options.ts', type: 'SluiceModuleOptions', in: '@sluice/nestjs', except: [LIMITER_OPTIONS, HTTP_OPTIONS] },
+  { file: 'packages/nestjs/src/module.ts', type: 'SluiceModuleAsyncOptions', in: '@sluice/nestjs' },
+  { file: 'packages/nestjs/src/exception.ts', type: 'RateLimitedException', in: '@sluice/nestjs' },
+  { file: 'packages/nestjs/src/throttler-storage.ts', type: 'ThrottlerStorageRecord', in: '@sluice/nestjs' },
   {
     file: FASTIFY,
     type: 'FastifyRateLimitRouteOptions',
@@ -90,6 +98,8 @@ const CHECKS: Check[] = [
   { file: `${CORE}/store/memory-store.ts`, type: 'MemoryStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/redis/store.ts`, type: 'RedisStoreOptions', in: 'Stores' },
   { file: `${CORE}/store/contract.ts`, type: 'Store', in: 'The Store interface' },
+  { file: `${CORE}/testing/test-clock.ts`, type: 'TestClock', in: 'Testing: @sluice/core/testing' },
+  { file: `${CORE}/testing/reset-all.ts`, type: 'ResetAllOptions', in: 'Testing: @sluice/core/testing' },
   { file: `${CORE}/store/conformance.ts`, type: 'StoreVectorsOptions', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreRequest', in: 'The Store interface' },
   { file: `${CORE}/store/contract.ts`, type: 'StoreReply', in: 'The Store interface' },
@@ -105,6 +115,17 @@ const CHECKS: Check[] = [
   { file: `${CORE}/store/leases.ts`, type: 'HomeView', in: 'Regions' },
   { file: `${CORE}/store/leases.ts`, type: 'LeaseBucket', in: 'Regions' },
   { file: `${CORE}/store/leases.ts`, type: 'LeaseTimes', in: 'Regions' },
+  { file: `${GRAPHQL}/options.ts`, type: 'CostLimitOptions', in: 'GraphQL' },
+  { file: `${GRAPHQL}/options.ts`, type: 'CostWeights', in: 'GraphQL' },
+  { file: `${GRAPHQL}/cost-limit.ts`, type: 'CostLimit', in: 'GraphQL' },
+  { file: `${GRAPHQL}/extensions.ts`, type: 'QueryCost', in: 'GraphQL' },
+  { file: `${GRAPHQL}/extensions.ts`, type: 'ThrottleStatus', in: 'GraphQL' },
+  { file: `${GRAPHQL}/envelop.ts`, type: 'EnvelopPlugin', in: 'GraphQL' },
+  { file: `${GRAPHQL}/envelop.ts`, type: 'EnvelopArgs', in: 'GraphQL' },
+  { file: `${GRAPHQL}/apollo.ts`, type: 'ApolloPlugin', in: 'GraphQL' },
+  { file: `${GRAPHQL}/apollo.ts`, type: 'ApolloListener', in: 'GraphQL' },
+  { file: `${GRAPHQL}/apollo.ts`, type: 'ApolloOperationContext', in: 'GraphQL' },
+  { file: `${GRAPHQL}/apollo.ts`, type: 'ApolloResponseContext', in: 'GraphQL' },
   { file: 'packages/metrics/src/prometheus.ts', type: 'PrometheusMetricsOptions', in: 'Metrics' },
   { file: 'packages/metrics/src/prometheus.ts', type: 'SluiceMetrics', in: 'Metrics' },
   { file: 'packages/metrics/src/opentelemetry.ts', type: 'OpenTelemetryMetricsOptions', in: 'Metrics' },

@@ -8,7 +8,7 @@
 //   to a free port (so write `app.listen(process.env.PORT ?? 3000)`), the test sends it `GET /` once,
 //   expects an answer below 500, and kills it.
 // - ```ts: a complete module, type-checked (not run) under `strict`, without `skipLibCheck`, all in one
-//   TypeScript program, against the built packages' types.
+//   TypeScript program, against the built packages' types (with legacy decorators, as NestJS uses them).
 // - Redis: a block reads `process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'`; the test starts a Redis of
 //   its own and sets `REDIS_URL`. A block that names `Cluster(` or `createCluster(` gets a real Cluster
 //   too, its nodes in `REDIS_CLUSTER_NODES` (`'127.0.0.1:7000,127.0.0.1:7001'`, the examples' variable).
@@ -17,6 +17,9 @@
 //   `<!-- name: name -->` (a name unique in its file). A fragment is checked appended to that block: with
 //   it, a TS fragment type-checks; a JS fragment parses (`node --check`).
 // - `<!-- not run: why -->` before a block skips it (say why: it needs a Sentinel, a real network...).
+// - `<!-- run with: jest -->` (a CommonJS test file) or `<!-- run with: vitest -->` (an ES module one)
+//   before a js block: that runner runs it, and it must pass within 90 s; Jest runs with
+//   --detectOpenHandles, and any open handle it reports fails the block. A node:test file is a plain js block (node runs it).
 // - Anything else is not a program and is not run: ```sh (commands; each `pnpm <script>` must be a script
 //   of package.json and each `node <file>` an existing file), ```text, ```http, ```json.
 //
@@ -52,9 +55,17 @@ const isJs = (b: Block) => b.lang === 'js' || b.lang === 'mjs' || b.lang === 'ja
 const isTs = (b: Block) => b.lang === 'ts' || b.lang === 'typescript';
 const needsCluster = (b: Block) => /\b(Cluster|createCluster)\(/.test(b.code);
 
-function runNode(file: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
+/** The command a block runs with: node, or its test runner's CLI (a test file of its dir). */
+function commandOf(b: Block, file: string, dir: string): string[] {
+  if (b.runWith === 'jest')
+    return [require.resolve('jest/bin/jest'), '--rootDir', dir, '--runTestsByPath', file, '--detectOpenHandles', '--ci'];
+  if (b.runWith === 'vitest') return [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', file, '--root', dir];
+  return [file];
+}
+
+function runNode(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [file], { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+    execFile(process.execPath, args, { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
       resolve({ code, out: `${stdout}${stderr}`.slice(-2000) });
     });
@@ -182,6 +193,9 @@ describe('the documentation', () => {
       types: ['node'],
       typeRoots: [join(ROOT, 'node_modules', '@types')],
       esModuleInterop: true,
+      // NestJS's decorators (docs/nestjs.md) are TypeScript's legacy ones, with their parameter types.
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
     };
     writeFileSync(join(tsDir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [...files.keys()] }));
     const tsc = require.resolve('typescript/bin/tsc');
@@ -217,7 +231,7 @@ describe('the documentation', () => {
     );
   });
 
-  it('reads the convention: names, fragments, blocks not run, fences in lists', () => {
+  it('reads the convention: names, fragments, blocks not run, fences in lists, test runners', () => {
     const md = [
       '<!-- name: app -->',
       '```js',
@@ -240,6 +254,10 @@ describe('the documentation', () => {
       '  ```sh',
       '  pnpm test',
       '  ```',
+      '<!-- run with: vitest -->',
+      '```js',
+      "test('x', () => {});",
+      '```',
     ].join('\n');
     expect(extractBlocks('docs/x.md', md)).toEqual([
       { file: 'docs/x.md', line: 2, lang: 'js', code: 'const app = 1;\n', name: 'app' },
@@ -247,6 +265,7 @@ describe('the documentation', () => {
       { file: 'docs/x.md', line: 11, lang: 'js', code: 'plain();\n' },
       { file: 'docs/x.md', line: 15, lang: 'js', code: 'away();\n', skip: 'it needs a network' },
       { file: 'docs/x.md', line: 19, lang: 'sh', code: 'pnpm test\n' },
+      { file: 'docs/x.md', line: 23, lang: 'js', code: "test('x', () => {});\n", runWith: 'vitest' },
     ]);
     expect(checkShell({ file: 'x', line: 1, lang: 'sh', code: 'pnpm stat && node bench/nothing.mjs\n' }, { start: '' })).toEqual([
       'pnpm stat: no such script in package.json',
@@ -320,16 +339,21 @@ describe('the documentation', () => {
     };
     const failures: string[] = [];
     await pool(js, CONCURRENCY, async (b) => {
-      const file = join(dir, `${b.file.replace(/[^\w]/g, '_')}_${b.line}.mjs`);
+      const ext = b.runWith === 'jest' ? '.test.cjs' : b.runWith === 'vitest' ? '.test.mjs' : '.mjs';
+      const file = join(dir, `${b.file.replace(/[^\w]/g, '_')}_${b.line}${ext}`);
       writeFileSync(file, b.code);
       counts.run++;
       if (/\.listen\(/.test(b.code)) {
         const error = await runServer(file, env, dir);
         if (error !== undefined) failures.push(`${where(b)}: ${error}`);
       } else {
-        const { code, out } = await runNode(file, env, dir, 20_000);
+        // A test runner starts (transforms, workers) in seconds of its own: under load, more than 20.
+        const seconds = b.runWith === undefined ? 20 : 90;
+        const { code, out } = await runNode(commandOf(b, file, dir), env, dir, seconds * 1000);
         if (code !== 0)
-          failures.push(`${where(b)}: exit ${code === null ? 'by timeout (20 s): close what the block opens' : code}\n${out}`);
+          failures.push(`${where(b)}: exit ${code === null ? `by timeout (${seconds} s): close what the block opens` : code}\n${out}`);
+        else if (/open handles? potentially keeping Jest from exiting/.test(out))
+          failures.push(`${where(b)}: Jest found open handles\n${out}`);
       }
     });
     expect(failures).toEqual([]);

@@ -24,6 +24,7 @@ import {
   uniquePrefix,
   waitForPromotion,
 } from './support/redis';
+import { meterStalls } from './support/stalls';
 import { until } from './support/until';
 
 const TIMEOUT = 100;
@@ -61,17 +62,9 @@ describe('Redis Cluster fail-over under load', () => {
         onEvent,
       }),
     };
-    // When this process was starved of CPU by the rest of the machine: each 10 ms tick's lateness.
-    const ticks: Array<{ at: number; late: number }> = [];
-    let lastTick = performance.now();
-    const meter = setInterval(() => {
-      const now = performance.now();
-      ticks.push({ at: now, late: Math.max(0, now - lastTick - 10) });
-      lastTick = now;
-    }, 10);
-    /** The stalls that overlap [from, to]: time a call could not be answered for want of CPU. */
-    const stalled = (from: number, to: number) =>
-      ticks.filter((t) => t.at >= from && t.at - t.late - 10 <= to).reduce((a, t) => a + t.late, 0);
+    // When this process was starved of CPU by the rest of the machine: time a call could not be answered.
+    const stalls = meterStalls();
+    const stalled = stalls.within;
     // Ten callers: five on the open limiter, three on the closed one, two on the multi-policy one.
     const load = startLoad(
       (['open', 'open', 'open', 'open', 'open', 'closed', 'closed', 'closed', 'multi', 'multi'] as const).map(
@@ -98,7 +91,7 @@ describe('Redis Cluster fail-over under load', () => {
       await until(enough, true, { withinMs: 30_000, what: 'calls after the promotion' });
     } finally {
       await load.stop();
-      clearInterval(meter);
+      stalls.stop();
     }
 
     // No call threw, and every one answered within the timeout and a small margin, plus the stalls

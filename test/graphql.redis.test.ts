@@ -3,9 +3,11 @@
 // are admitted exactly up to the budget, and every server's refund lands in it.
 import { createLimiter, type Limiter, redisStore } from '@sluice/core';
 import { costLimit } from '@sluice/graphql';
+import Redis from 'ioredis';
 import { type Context, post, type RunningServer, SERVERS, startGraphql } from './support/graphql';
-import { uniquePrefix } from './support/redis';
+import { startRedis, uniquePrefix } from './support/redis';
 import { type RedisWithClient, startRedisWithClient, stopRedisWithClient } from './support/redis-client';
+import { until } from './support/until';
 
 const BUDGET = 1000;
 const POLICY = `${BUDGET}/1d`; // refills 0.0116 points a second: nothing a test sees
@@ -59,4 +61,52 @@ describe('three GraphQL servers on one Redis', () => {
     expect(allowed.length).toBeGreaterThanOrEqual(19);
     expect(await spent('shared-refund')).toBe(4 * allowed.length);
   });
+});
+
+describe('a GraphQL server whose limiter fails closed with fallback: false', () => {
+  it('answers every operation 503 UNAVAILABLE with Retry-After while Redis is down, runs none, and counts again once it is back', async () => {
+    const server = await startRedis();
+    const client = new Redis({ port: server.port, retryStrategy: () => 50 });
+    client.on('error', () => {});
+    const running: RunningServer[] = [];
+    const closed: Limiter[] = [];
+    try {
+      await new Promise((r) => client.once('ready', r));
+      for (const name of SERVERS) {
+        const limiter = createLimiter({
+          policy: POLICY,
+          store: redisStore({ client }),
+          prefix: uniquePrefix('graphql-closed'),
+          failMode: 'closed',
+          fallback: false,
+          timeout: 10_000,
+          breaker: { failures: 2, cooldown: 300 },
+        });
+        closed.push(limiter);
+        running.push(await startGraphql(name, costLimit<Context>({ limiter, key: (ctx) => ctx.user })));
+      }
+      for (const s of running) expect((await post(s.url, 'closed', '{ users(first: 3) { id } }')).status).toBe(200);
+
+      await server.kill();
+      for (const s of running)
+        for (let i = 0; i < 3; i++) {
+          const { status, retryAfter, body } = await post(s.url, 'closed', '{ users(first: 3) { id } }');
+          expect(status).toBe(503);
+          expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+          expect(body).not.toHaveProperty('data.users');
+          expect(body.errors?.[0]).toMatchObject({ message: 'Service Unavailable', extensions: { code: 'UNAVAILABLE' } });
+        }
+
+      await server.restart();
+      for (const s of running) {
+        const status = async () => (await post(s.url, 'closed', '{ users(first: 3) { id } }')).status;
+        await until(status, 200, { withinMs: 10_000, what: `${s.name} answering 200 once Redis is back` });
+      }
+    } finally {
+      await Promise.all(running.map((s) => s.close()));
+      await Promise.all(closed.map((l) => l.close()));
+      client.disconnect();
+      await server.stop();
+    }
+  }, 60_000);
 });

@@ -114,6 +114,7 @@ describe('a missing script is told by the NOSCRIPT prefix of the error, whatever
         return Promise.resolve(script === RULES_SCRIPT ? 1 : [3, 1000]);
       },
       del: () => Promise.resolve(0),
+      masters: () => Promise.resolve([]),
       detach: () => {},
     };
     return { c, evals };

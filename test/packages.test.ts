@@ -2,8 +2,9 @@
 // on the build that `pnpm test` makes first), its tarball installed with plain `npm install` into fresh npm
 // projects next to ioredis 6, next to ioredis 5, and with no Redis client. In each, an ES module app, a
 // CommonJS app and strict TypeScript (no skipLibCheck; NodeNext as ESM and as CJS, and node10) must work.
-// And a new app installed with the Express line the script prints, as the README says. Fixtures:
-// test/consumers/packed/.
+// And a new app installed with the Express line the script prints, as the README says; and a tiny
+// project per test runner (Jest, Vitest, node:test) whose test of an app's limits passes under fake
+// timers with nothing left open. Fixtures: test/consumers/packed/, test/consumers/runners/.
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { type RedisServer, startRedis } from './support/redis';
 
 const root = resolve(__dirname, '..');
 const fixtures = join(__dirname, 'consumers', 'packed');
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'graphql'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'graphql', 'nestjs'];
 const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
 
 interface Result {
@@ -81,6 +82,42 @@ const PROJECTS: Project[] = [
   { name: 'no-redis-client', tsc: ['nodenext', 'node10'] },
 ];
 
+/** A project whose test of its app's limits runs under a test runner's fake timers (test/consumers/runners/). */
+interface RunnerProject {
+  name: string;
+  /** Its test file, and the adapter its app uses. */
+  file: string;
+  adapter: 'express' | 'fastify';
+  /** What it installs beside the packed packages and ioredis, at the repository's versions. */
+  dependencies: string[];
+  /** More of its package.json. */
+  manifest?: Record<string, unknown>;
+  /** node's arguments that run its tests. */
+  args: string[];
+}
+
+const RUNNERS: RunnerProject[] = [
+  {
+    name: 'jest',
+    file: 'jest.test.cjs',
+    adapter: 'express',
+    dependencies: ['express', 'supertest', 'jest'],
+    // Every timer faked from the start; process.nextTick left alone, for ioredis to connect on (docs/testing.md).
+    manifest: { jest: { fakeTimers: { enableGlobally: true, doNotFake: ['nextTick'] } } },
+    args: ['node_modules/jest/bin/jest.js', '--ci', '--detectOpenHandles'],
+  },
+  {
+    name: 'vitest',
+    file: 'vitest.test.mjs',
+    adapter: 'fastify',
+    dependencies: ['fastify', 'vitest'],
+    args: ['node_modules/vitest/vitest.mjs', 'run'],
+  },
+  { name: 'node-test', file: 'node-test.test.mjs', adapter: 'fastify', dependencies: ['fastify'], args: ['--test'] },
+];
+/** Each runner project's test run (after its install). */
+const runnerRuns = new Map<string, Promise<Result>>();
+
 let work: string;
 let redis: RedisServer;
 /** A new app that ran the printed Express line, then readme-app.mjs; then the printed CLI line, then `npx sluice`. */
@@ -112,7 +149,9 @@ function writeProject(project: Project): string {
   mkdirSync(dir);
   const dependencies: Record<string, string> = {};
   for (const pkg of PACKAGES) dependencies[`@sluice/${pkg}`] = `file:${tarballs.get(pkg)}`;
-  for (const name of ['express', 'fastify', 'koa', 'hono', '@hono/node-server']) dependencies[name] = repoVersion(name);
+  const frameworks = ['express', 'fastify', 'koa', 'hono', '@hono/node-server'];
+  const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'];
+  for (const name of [...frameworks, ...nest]) dependencies[name] = repoVersion(name);
   if (project.ioredis) dependencies.ioredis = project.ioredis;
   const devDependencies = {
     ...Object.fromEntries(['@types/express', '@types/koa', '@types/node'].map((name) => [name, repoVersion(name)])),
@@ -186,6 +225,25 @@ beforeAll(async () => {
     return { install, app, cliInstall, cli: await run('npx', ['--no-install', 'sluice', '--version'], readme, npmEnv, 60_000) };
   })();
   const cpu = pool(Math.max(2, availableParallelism()));
+  for (const runner of RUNNERS) {
+    const dir = join(work, `runner-${runner.name}`);
+    mkdirSync(dir);
+    const dependencies: Record<string, string> = { ioredis: repoVersion('ioredis') };
+    for (const pkg of ['core', runner.adapter]) dependencies[`@sluice/${pkg}`] = `file:${tarballs.get(pkg)}`;
+    for (const name of runner.dependencies) dependencies[name] = repoVersion(name);
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: `runner-${runner.name}`, private: true, dependencies, ...runner.manifest }),
+    );
+    cpSync(join(__dirname, 'consumers', 'runners', runner.file), join(dir, runner.file));
+    const install = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir, npmEnv);
+    // A run that does not end on its own within 120 s is killed: something was left open.
+    const env = { ...npmEnv, REDIS_URL: redis.url, CI: 'true', NO_COLOR: '1' };
+    runnerRuns.set(
+      runner.name,
+      install.then((i) => (i.code === 0 ? cpu(() => run(process.execPath, runner.args, dir, env, 120_000)) : i)),
+    );
+  }
   for (const project of PROJECTS) {
     const dir = writeProject(project);
     // Plain `npm install`; --prefer-offline only lets it reuse the npm cache without asking the registry again.
@@ -204,7 +262,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all([...checks.values(), ...installs.values(), readmeApp]);
+  await Promise.all([...checks.values(), ...installs.values(), ...runnerRuns.values(), readmeApp]);
   await redis?.stop();
   if (work) rmSync(work, { recursive: true, force: true });
 }, 600_000);
@@ -302,7 +360,7 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
     ['esm', 'an ES module app imports'],
     ['cjs', 'a CommonJS app requires'],
   ])(
-    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify, Koa and Hono; builds the GraphQL plugins',
+    '%s: %s every package from its own build, limits, and answers 429 in Express, Fastify, Koa, Hono and NestJS; builds the GraphQL plugins',
     async (build) => {
       const out = JSON.parse(ok(await check(build), `node ${build}`).stdout);
       for (const [specifier, file] of Object.entries(out.resolved as Record<string, string>)) {
@@ -315,8 +373,8 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
       }
       expect(out.memory).toEqual([true, true, false]);
       expect(out.refused).toEqual({ sluiceError: true, code: 'ERR_SLUICE_OPTION' });
-      expect(out.exports).toEqual(Array(8).fill('function'));
-      for (const framework of ['express', 'fastify', 'koa', 'hono']) {
+      expect(out.exports).toEqual(Array(10).fill('function'));
+      for (const framework of ['express', 'fastify', 'koa', 'hono', 'nestjs']) {
         expect(out[framework]).toEqual({ statuses: [200, 429], policy: '"1-per-60s";q=1;w=60' });
       }
       expect(out.graphql).toEqual({ plugins: ['function', 'function', 'function'], directives: true, refused: 'ERR_SLUICE_OPTION' });
@@ -348,4 +406,19 @@ describe.each(PROJECTS)('installed with npm into a fresh project: $name', (proje
       expect(Number(manifest.version.split('.')[0])).toBe(6);
     }, 600_000);
   }
+});
+
+describe("a test of an app's limits in a fresh project per test runner, under its fake timers, on Redis", () => {
+  it.each(RUNNERS.map((r) => [r.name]))(
+    '%s: passes, ends on its own, and leaves nothing open',
+    async (name) => {
+      const result = ok(await (runnerRuns.get(name) as Promise<Result>), `${name} in runner-${name}`);
+      const out = `${result.stdout}${result.stderr}`;
+      expect(out).not.toMatch(/open handles? potentially keeping Jest from exiting|did not exit one second|close timed out/);
+      if (name === 'jest') expect(out).toMatch(/Tests:\s+3 passed, 3 total/);
+      if (name === 'vitest') expect(out).toMatch(/Tests\s+2 passed \(2\)/);
+      if (name === 'node-test') expect(out).toMatch(/# pass 2\n# fail 0/);
+    },
+    600_000,
+  );
 });

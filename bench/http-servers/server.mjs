@@ -1,4 +1,5 @@
-// One contender of the HTTP benchmark (bench/http.mjs), in its own process: a framework app with one
+// One contender of the HTTP benchmark (bench/http.mjs), in its own process: a framework app (NestJS on
+// platform-express or platform-fastify too) with one
 // route, GET / -> {"hello":"world"} (handler 'json') or the text 'ok' (handler 'text'), behind one rate limiter (or none: 'bare'). Every limiter keys on the
 // x-client-id header with its own key option, allows LIMIT per WINDOW_MS (high enough never to deny
 // in a run), and talks to Redis through an ioredis client made with the same REDIS_OPTIONS.
@@ -146,7 +147,51 @@ async function hono() {
   });
 }
 
-const start = { express, fastify, koa, hono }[framework];
+// NestJS on either platform: a controller with GET / (its decorators applied by hand: this file is plain
+// JavaScript), behind SluiceModule's global guard, or @nestjs/throttler's (its guard global, on Redis by
+// @nest-lab/throttler-storage-redis, or by sluiceThrottlerStorage: 'sluice-throttler-storage').
+async function nest(platform) {
+  await import('reflect-metadata');
+  const { Controller, Get, Module } = await import('@nestjs/common');
+  const { APP_GUARD, NestFactory } = await import('@nestjs/core');
+  class Hello {
+    get() {
+      return TEXT ? 'ok' : BODY;
+    }
+  }
+  Controller()(Hello);
+  Get()(Hello.prototype, 'get', Object.getOwnPropertyDescriptor(Hello.prototype, 'get'));
+  const imports = [];
+  const providers = [];
+  if (contender.startsWith('sluice-') && contender !== 'sluice-throttler-storage') {
+    const { SluiceModule } = await import('@sluice/nestjs');
+    imports.push(SluiceModule.forRoot(await sluiceOptions((ctx) => ctx.switchToHttp().getRequest().headers[HEADER])));
+  } else if (contender === '@nestjs/throttler' || contender === 'sluice-throttler-storage') {
+    const { ThrottlerGuard, ThrottlerModule } = await import('@nestjs/throttler');
+    let storage;
+    if (contender === '@nestjs/throttler') {
+      const { ThrottlerStorageRedisService } = await import('@nest-lab/throttler-storage-redis');
+      storage = new ThrottlerStorageRedisService(await redisClient());
+    } else {
+      const { redisStore } = await import('@sluice/core');
+      const { sluiceThrottlerStorage } = await import('@sluice/nestjs');
+      storage = sluiceThrottlerStorage({ store: redisStore({ client: await redisClient() }) });
+    }
+    const getTracker = (req) => req.headers[HEADER];
+    imports.push(ThrottlerModule.forRoot({ throttlers: [{ ttl: WINDOW_MS, limit: LIMIT }], storage, getTracker }));
+    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
+  } else if (contender !== 'bare') throw new Error(`unknown nestjs contender ${contender}`);
+  class App {}
+  Module({ imports, controllers: [Hello], providers })(App);
+  const { ExpressAdapter } = platform === 'express' ? await import('@nestjs/platform-express') : {};
+  const { FastifyAdapter } = platform === 'fastify' ? await import('@nestjs/platform-fastify') : {};
+  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter();
+  const app = await NestFactory.create(App, adapter, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  return app.getHttpServer().address().port;
+}
+
+const start = { express, fastify, koa, hono, 'nestjs-express': () => nest('express'), 'nestjs-fastify': () => nest('fastify') }[framework];
 if (start === undefined) throw new Error(`unknown framework ${framework}`);
 // Nothing outlives the benchmark: when the parent goes, so does this process. SIGTERM exits normally,
 // so that a --cpu-prof profile gets written.

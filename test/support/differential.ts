@@ -1,5 +1,5 @@
 // The one differential harness of the tests: the same operations on a limiter over Redis (the Lua scripts)
-// and one over the memory store, under one test clock that both stores read. Every call is made on both;
+// and one over the memory store, under one testClock() (@sluice/core/testing) that both stores read. Every call is made on both;
 // their decisions must be alike, and so must the stores' replies (retries to the µs, which a Decision
 // rounds up to whole ms). A call refused before any store is asked (a cost past the capacity, an option out
 // of bounds) must be refused by both alike, with neither store asked.
@@ -17,6 +17,7 @@ import {
   type Store,
   type StoreReply,
 } from '@sluice/core';
+import { testClock } from '@sluice/core/testing';
 import { type Policy, parsePolicy } from '../../packages/core/src/policy/policy';
 import { keyTag, requestKeys } from '../../packages/core/src/store/keys';
 import { uniquePrefix } from './redis';
@@ -99,7 +100,8 @@ function recorded(store: Store, seen: (reply: StoreReply) => void): Store {
 
 /** A Redis-store limiter and a memory-store limiter on one clock, asked the same and compared at each call. */
 export function differential(o: DifferentialOptions): Differential {
-  const clock = () => d.now;
+  const clock = testClock();
+  clock.set(o.start ?? 1_700_000_000_000 + Math.floor(Math.random() * 1e9));
   const prefix = uniquePrefix();
   // Each store's reply to the call under way: [Redis, memory].
   const replies: Array<StoreReply | undefined> = [undefined, undefined];
@@ -161,9 +163,14 @@ export function differential(o: DifferentialOptions): Differential {
 
   const sides = <T>(call: (l: Limiter) => Promise<T>) => [() => call(limiters[0]), () => call(limiters[1])] as const;
   const d: Differential = {
-    now: o.start ?? 1_700_000_000_000 + Math.floor(Math.random() * 1e9),
+    get now() {
+      return clock();
+    },
+    set now(ms) {
+      clock.set(ms);
+    },
     step(ms) {
-      d.now += ms;
+      clock.advance(ms);
     },
     consume: (key, options) => both(...sides((l) => l.consume(key, options))),
     peek: (key, options) => both(...sides((l) => l.peek(key, options))),

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { freePort } from './redis';
 
 export const ROOT = join(__dirname, '..', '..');
-export const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'metrics', 'cli', 'graphql'];
+export const PACKAGES = ['core', 'express', 'fastify', 'koa', 'hono', 'nestjs', 'metrics', 'cli', 'graphql'];
 /** The built packages the blocks run against; SLUICE_DOCS_PACKAGES names a copy (a build of another checkout). */
 export const BUILT = process.env.SLUICE_DOCS_PACKAGES ?? join(ROOT, 'packages');
 
@@ -19,6 +19,8 @@ export interface Block {
   name?: string;
   fragmentOf?: string; // 'docs/page.md#name'
   skip?: string;
+  /** A test file for this runner (`<!-- run with: jest -->`), run by it rather than by node. */
+  runWith?: 'jest' | 'vitest';
 }
 
 /** The fenced blocks of one Markdown file, with the HTML comments right above each. */
@@ -48,10 +50,11 @@ export function extractBlocks(file: string, text: string): Block[] {
     }
     const block: Block = { file, line: start + 1, lang: lang.toLowerCase(), code: `${body.join('\n')}\n` };
     for (const c of comments) {
-      const m = /^(name|fragment of|not run):\s*(.+)$/.exec(c);
+      const m = /^(name|fragment of|not run|run with):\s*(.+)$/.exec(c);
       if (m?.[1] === 'name') block.name = m[2];
       if (m?.[1] === 'fragment of') block.fragmentOf = m[2];
       if (m?.[1] === 'not run') block.skip = m[2];
+      if (m?.[1] === 'run with' && (m[2] === 'jest' || m[2] === 'vitest')) block.runWith = m[2];
     }
     blocks.push(block);
     comments = [];

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { clearTimeout, setImmediate, setTimeout } from './timers.js';
 
 /**
  * A call in flight: a node of the list of calls in flight, oldest first, and who hears how it ends. A

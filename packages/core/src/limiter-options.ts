@@ -7,6 +7,7 @@ import type { FailMode } from './fail-mode.js';
 import {
   checkNames,
   isBoolean,
+  isClock,
   isFunction,
   isPositiveInteger,
   type OptionSpec,
@@ -70,7 +71,8 @@ export interface LimiterOptions {
   onEvent?: (event: LimiterEvent) => void;
   /**
    * Test hook: the ms clock of the local tiers (deny cache, breaker, prefilter, fallback); an epoch clock when
-   * calendar quotas are in play. Default performance.now, and Date.now for the prefilter's and fallback's counts.
+   * calendar quotas are in play. Default the store's `clock` when it has one (a test's), else performance.now,
+   * and Date.now for the prefilter's and fallback's counts.
    */
   clock?: () => number;
 }
@@ -149,7 +151,7 @@ export const LIMITER_OPTIONS = {
   ban: spec(banSettings),
   regions: spec(resolveRegions),
   onEvent: spec<(event: LimiterEvent) => void>(isFunction),
-  clock: spec<() => number>(isFunction),
+  clock: spec(isClock),
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
 
 /** The names of createLimiter's options. */
@@ -187,11 +189,14 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (o.regions !== undefined) checkRegionsWith({ store: o.store, policy: o.policy, shards: o.shards }, o.regions);
   // Shards that cannot split a policy, and concurrent policies with shards or a prefilter, are refused
   // where every policy set is made (policy-set.ts), the limiter's own at construction.
+  // The store's clock, when it was given one (a test's), is the local tiers' too: a denial the deny cache
+  // holds then ends when the test clock passes it, not a real second later.
+  const clock = o.clock ?? o.store?.clock;
   return {
     ...o,
     store: o.store ?? memoryStore(),
     ownStore: o.store === undefined,
-    clock: o.clock ?? monotonicMs,
-    testClock: o.clock !== undefined,
+    clock: clock ?? monotonicMs,
+    testClock: clock !== undefined,
   };
 }

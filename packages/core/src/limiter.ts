@@ -24,6 +24,7 @@ import { badOption } from './errors.js';
 import { decisionChannel, eventsHeard, type LimiterEvent, publish, REPORT } from './events.js';
 import { createFailMode } from './fail-mode.js';
 import { createFinish } from './finish.js';
+import { holdsLocally } from './held-locally.js';
 import type { Limiter } from './limiter-api.js';
 import { type LimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { createPolicyCache, type PolicySet, policySet } from './policy-set.js';
@@ -64,6 +65,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // the test clock when one is given.
   const fallsBack = o.failMode === 'closed' && o.fallback !== false;
   const local = o.prefilter || (guarded && fallsBack) ? memoryStore(o.testClock ? { clock } : {}) : undefined;
+  // resetAll (testing) forgets what this process holds of the prefix along with the store's keys.
+  const letGo = holdsLocally(store, prefix, async () => {
+    denyCache?.clear();
+    await local?.resetPrefix?.(prefix);
+  });
 
   const hooks = [onEvent];
   const emit = (event: Omit<LimiterEvent, 'prefix'>) => {
@@ -250,6 +256,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
 
     async close() {
+      letGo();
       await rules?.close();
       await regions?.close();
       storeCall.close();

@@ -86,6 +86,11 @@ export const isFunction = <F>(value: unknown, name: string): F => {
   if (typeof value !== 'function') badOption(name, 'a function', value);
   return value as F;
 };
+/** A store's or a limiter's `clock`: a function of no arguments that returns epoch ms (a test's). */
+export const isClock = (value: unknown, name: string): (() => number) => {
+  if (typeof value !== 'function') badOption(name, 'a function returning epoch ms, such as testClock() of @sluice/core/testing', value);
+  return value as () => number;
+};
 export const isBoolean = (value: unknown, name: string): boolean => {
   if (typeof value !== 'boolean') badOption(name, 'a boolean', value);
   return value;

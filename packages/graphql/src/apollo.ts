@@ -3,7 +3,7 @@
 // answers it with no data, with the status and headers of its `extensions.http`. Apollo's types are
 // spelt here, structurally, so that the package imports nothing of @apollo/server.
 import { type DocumentNode, GraphQLError, type GraphQLSchema } from 'graphql';
-import type { Admit, Admitted } from './budget.js';
+import { type Admit, Admitted } from './budget.js';
 import { errorExtensions, type QueryCost, type Refusal, retryAfter } from './extensions.js';
 
 interface ApolloResult {
@@ -47,35 +47,35 @@ function refused(refusal: Refusal): GraphQLError {
   return new GraphQLError(refusal.message, { extensions });
 }
 
+/** What the plugin keeps on a request's context between its two hooks (Apollo hands both the same object). */
+const STATE = Symbol('@sluice/graphql');
+type WithState = { [STATE]?: Admitted | QueryCost };
+
 export function apolloPlugin<Context>(admit: Admit<Context>): ApolloPlugin<Context> {
-  return {
-    async requestDidStart() {
-      let admitted: Admitted | undefined;
-      let cost: QueryCost | undefined;
-      return {
-        async didResolveOperation({ schema, document, contextValue, request }) {
-          const admission = await admit(contextValue, {
-            schema,
-            document,
-            operationName: request.operationName,
-            variables: request.variables,
-          });
-          if (admission === undefined) return;
-          if (admission.run) {
-            admitted = admission.admitted;
-            return;
-          }
-          cost = admission.refusal.cost;
-          throw refused(admission.refusal);
-        },
-        async willSendResponse({ response }) {
-          const body = response.body;
-          const single = body?.kind === 'single' ? body.singleResult : undefined;
-          // An incremental (@defer) response keeps its charge: its size is known only when it ends.
-          if (admitted !== undefined) cost = await admitted.settle(single);
-          if (single !== undefined && cost !== undefined) single.extensions = { ...single.extensions, cost };
-        },
-      };
+  // One listener for every request: the request's own state is on its context, not in closures made per request.
+  const listener: ApolloListener<Context> = {
+    async didResolveOperation(requestContext) {
+      const { schema, document, contextValue, request } = requestContext;
+      const admission = await admit(contextValue, { schema, document, operationName: request.operationName, variables: request.variables });
+      if (admission === undefined) return;
+      if (admission instanceof Admitted) {
+        (requestContext as WithState)[STATE] = admission;
+        return;
+      }
+      (requestContext as WithState)[STATE] = admission.cost;
+      throw refused(admission);
+    },
+    async willSendResponse(requestContext) {
+      const { response } = requestContext;
+      const state = (requestContext as WithState)[STATE];
+      if (state === undefined) return;
+      const body = response.body;
+      const single = body?.kind === 'single' ? body.singleResult : undefined;
+      // An incremental (@defer) response keeps its charge: its size is known only when it ends.
+      const cost = state instanceof Admitted ? await state.settle(single) : state;
+      if (single !== undefined) single.extensions = { ...single.extensions, cost };
     },
   };
+  const started = Promise.resolve(listener);
+  return { requestDidStart: () => started };
 }

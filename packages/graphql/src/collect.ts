@@ -21,6 +21,8 @@ export interface Walk {
   schema: GraphQLSchema;
   fragments: Record<string, FragmentDefinitionNode>;
   variables: Record<string, unknown>;
+  /** The variables the walk read (in @skip and @include, in slicing arguments): all a costing depends on. */
+  read: Set<string>;
 }
 
 /** Response key -> the field nodes execution merges under it. */
@@ -57,6 +59,11 @@ function collect(walk: Walk, type: GraphQLObjectType, set: SelectionSetNode, fie
 
 function included(walk: Walk, node: FieldNode | FragmentSpreadNode | InlineFragmentNode): boolean {
   if (node.directives === undefined || node.directives.length === 0) return true;
+  for (const directive of node.directives) {
+    const name = directive.name.value;
+    if (name !== 'skip' && name !== 'include') continue;
+    for (const argument of directive.arguments ?? []) if (argument.value.kind === Kind.VARIABLE) walk.read.add(argument.value.name.value);
+  }
   if (getDirectiveValues(GraphQLSkipDirective, node, walk.variables)?.if === true) return false;
   return getDirectiveValues(GraphQLIncludeDirective, node, walk.variables)?.if !== false;
 }

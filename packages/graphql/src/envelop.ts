@@ -3,7 +3,7 @@
 // from a result's errors and leaves it out of the response. Envelop's types are spelt here, structurally,
 // so that the package imports nothing of @envelop/core.
 import { type DocumentNode, type ExecutionResult, GraphQLError, type GraphQLSchema } from 'graphql';
-import type { Admit, Admitted } from './budget.js';
+import { type Admit, Admitted } from './budget.js';
 import { errorExtensions, type Refusal, retryAfter } from './extensions.js';
 
 /** The arguments envelop executes (or subscribes) with. */
@@ -59,33 +59,31 @@ export function envelopPlugin<Context>(admit: Admit<Context>): EnvelopPlugin<Con
   });
   return {
     async onExecute({ args, setResultAndStopExecution }) {
-      const admission = await admit(args.contextValue, request(args));
-      if (admission === undefined) return undefined;
-      if (!admission.run) {
-        setResultAndStopExecution(refused(admission.refusal));
+      const admitted = await admit(args.contextValue, request(args));
+      if (admitted === undefined) return undefined;
+      if (!(admitted instanceof Admitted)) {
+        setResultAndStopExecution(refused(admitted));
         return undefined;
       }
-      const { settle } = admission.admitted;
       return {
         async onExecuteDone({ result, setResult }) {
           // A streamed result (@defer, @stream) keeps its charge: its length is known only when it ends.
           if (isStream(result)) {
-            await settle(undefined);
+            await admitted.settle(undefined);
             return;
           }
-          const cost = await settle(result);
+          const cost = await admitted.settle(result);
           setResult({ ...result, extensions: { ...result.extensions, cost } });
         },
       };
     },
     async onSubscribe({ args, setResultAndStopExecution }) {
-      const admission = await admit(args.contextValue, request(args));
-      if (admission === undefined) return undefined;
-      if (!admission.run) {
-        setResultAndStopExecution(refused(admission.refusal));
+      const admitted = await admit(args.contextValue, request(args));
+      if (admitted === undefined) return undefined;
+      if (!(admitted instanceof Admitted)) {
+        setResultAndStopExecution(refused(admitted));
         return undefined;
       }
-      const { admitted } = admission;
       return {
         onSubscribeResult({ result }) {
           if (isStream(result)) return { onEnd: () => release(admitted) };

@@ -25,20 +25,35 @@ export interface QueryCost {
 export interface Refusal {
   message: string;
   /** `extensions.code` of the error. */
-  code: 'THROTTLED' | 'FORBIDDEN' | 'MAX_COST_EXCEEDED' | 'GRAPHQL_VALIDATION_FAILED';
+  code: 'THROTTLED' | 'FORBIDDEN' | 'UNAVAILABLE' | 'MAX_COST_EXCEEDED' | 'GRAPHQL_VALIDATION_FAILED';
   /** The HTTP status, where the server lets a plugin set it. */
   status: number;
-  /** THROTTLED and FORBIDDEN: ms until it could pass (`extensions.retryAfterMs`; `Retry-After` in whole seconds). */
+  /** THROTTLED, FORBIDDEN and UNAVAILABLE: ms until it could pass (`extensions.retryAfterMs`; `Retry-After` in whole seconds). */
   retryAfterMs?: number;
   /** THROTTLED and MAX_COST_EXCEEDED: the response's `extensions.cost`. */
   cost?: QueryCost;
 }
 
+/** The last restore rate worked out, by its policy's limit and window: a budget's policy is the same each time. */
+const last = { limit: Number.NaN, windowMs: Number.NaN, rate: 0 };
+
+/** Points a second that a policy of `limit` per `windowMs` regains, to six digits. */
+function restoreRate(limit: number, windowMs: number): number {
+  if (limit !== last.limit || windowMs !== last.windowMs) {
+    last.limit = limit;
+    last.windowMs = windowMs;
+    last.rate = windowMs <= 0 ? 0 : sixDigits((limit * 1000) / windowMs);
+  }
+  return last.rate;
+}
+
 /** The budget as a decision leaves it. */
 export function throttleStatus(decision: Decision): ThrottleStatus {
-  const binding = decision.policies.find((p) => p.name === decision.policy);
-  const rate = binding === undefined || binding.windowMs <= 0 ? 0 : (binding.limit * 1000) / binding.windowMs;
-  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: sixDigits(rate) };
+  const { policies } = decision;
+  let binding = policies[0];
+  if (policies.length > 1) for (const p of policies) if (p.name === decision.policy) binding = p;
+  const rate = binding === undefined || binding.name !== decision.policy ? 0 : restoreRate(binding.limit, binding.windowMs);
+  return { maximumAvailable: decision.limit, currentlyAvailable: decision.remaining, restoreRate: rate };
 }
 
 /** `x` to six significant digits (16.6667 points a second, not 16.666666666666668). */
@@ -48,11 +63,16 @@ function sixDigits(x: number): number {
   return digits >= 0 ? Math.round(x * 10 ** digits) / 10 ** digits : Math.round(x / 10 ** -digits) * 10 ** -digits;
 }
 
-/** A denial: THROTTLED (429), or FORBIDDEN (403) when a deny rule or a ban refused it. */
+/**
+ * A denial: THROTTLED (429), FORBIDDEN (403) when a deny rule or a ban refused it, or UNAVAILABLE (503) when
+ * the store cannot answer and the limiter fails closed (`fallback: false`), as the HTTP adapters answer it.
+ */
 export function denied(decision: Decision, requested: number): Refusal {
   const cost = { requestedQueryCost: requested, actualQueryCost: null, throttleStatus: throttleStatus(decision) };
   if (decision.source === 'rule')
     return { message: 'Forbidden', code: 'FORBIDDEN', status: 403, retryAfterMs: decision.retryAfterMs, cost };
+  if (decision.source === 'fail-closed')
+    return { message: 'Service Unavailable', code: 'UNAVAILABLE', status: 503, retryAfterMs: decision.retryAfterMs, cost };
   return { message: 'Throttled', code: 'THROTTLED', status: 429, retryAfterMs: decision.retryAfterMs, cost };
 }
 

@@ -4,7 +4,7 @@
 // then drops the `data: null` and adds `extensions.cost` to that one response. Fastify's and Mercurius'
 // types are spelt here, structurally, so that the package imports neither.
 import type { DocumentNode, GraphQLSchema } from 'graphql';
-import type { Admit, Admitted } from './budget.js';
+import { type Admit, Admitted } from './budget.js';
 import { errorExtensions, type QueryCost, type Refusal, retryAfter } from './extensions.js';
 
 interface Reply {
@@ -38,7 +38,10 @@ interface App {
     ): void;
     addHook(name: 'onResolution', hook: (execution: ExecutionResult, context: MercuriusContext) => Promise<void>): void;
   };
-  addHook(name: 'onSend', hook: (request: unknown, reply: Reply, payload: unknown) => Promise<unknown>): void;
+  addHook(
+    name: 'onSend',
+    hook: (request: unknown, reply: Reply, payload: unknown, done: (error: null, payload: unknown) => void) => void,
+  ): void;
 }
 
 /** A Fastify plugin (`app.register(limit.mercurius())`), registered after Mercurius. */
@@ -63,9 +66,22 @@ function operationName(context: MercuriusContext): string | undefined {
   return typeof params?.operationName === 'string' ? params.operationName : undefined;
 }
 
+/** The admitted operation the plugin keeps on Mercurius' context between its two hooks. */
+const ADMITTED = Symbol('@sluice/graphql');
+type WithAdmitted = MercuriusContext & { [ADMITTED]?: Admitted | undefined };
+
 export function mercuriusPlugin<Context>(admit: Admit<Context>): MercuriusPlugin {
-  const admitted = new WeakMap<MercuriusContext, Admitted>();
   const refusals = new WeakMap<Reply, QueryCost>();
+  /** Refused replies not sent yet: while there are none, the onSend hook has nothing to look up. */
+  let unsent = 0;
+
+  /** A refused response: no `data: null`, and `extensions.cost`. */
+  function rewrite(payload: string, cost: QueryCost): string {
+    const body = JSON.parse(payload) as ExecutionResult | unknown[];
+    if (Array.isArray(body)) return payload;
+    if (body.data === null) delete body.data;
+    return JSON.stringify({ ...body, extensions: { ...body.extensions, cost } });
+  }
 
   async function sluiceCostLimit(instance: object): Promise<void> {
     const app = instance as App;
@@ -73,31 +89,33 @@ export function mercuriusPlugin<Context>(admit: Admit<Context>): MercuriusPlugin
       const request = { schema, document, operationName: operationName(context), variables };
       const admission = await admit(context as Context, request);
       if (admission === undefined) return;
-      if (admission.run) {
-        admitted.set(context, admission.admitted);
+      if (admission instanceof Admitted) {
+        (context as WithAdmitted)[ADMITTED] = admission;
         return;
       }
-      const { refusal } = admission;
       const reply = context.reply;
-      const after = retryAfter(refusal);
+      const after = retryAfter(admission);
       if (reply !== undefined && after !== undefined) reply.header('retry-after', after);
-      if (reply !== undefined && refusal.cost !== undefined) refusals.set(reply, refusal.cost);
-      throw new Refused(refusal);
+      if (reply !== undefined && admission.cost !== undefined && !refusals.has(reply)) {
+        refusals.set(reply, admission.cost);
+        unsent++;
+      }
+      throw new Refused(admission);
     });
     app.graphql.addHook('onResolution', async (execution, context) => {
-      const settling = admitted.get(context);
-      if (settling === undefined) return;
-      admitted.delete(context);
-      execution.extensions = { ...execution.extensions, cost: await settling.settle(execution) };
+      const admitted = (context as WithAdmitted)[ADMITTED];
+      if (admitted === undefined) return;
+      (context as WithAdmitted)[ADMITTED] = undefined;
+      execution.extensions = { ...execution.extensions, cost: await admitted.settle(execution) };
     });
-    app.addHook('onSend', async (_request, reply, payload) => {
+    // A callback hook, not an async one: no promise for each response of the app.
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      if (unsent === 0) return done(null, payload);
       const cost = refusals.get(reply);
-      if (cost === undefined || typeof payload !== 'string') return payload;
+      if (cost === undefined) return done(null, payload);
       refusals.delete(reply);
-      const body = JSON.parse(payload) as ExecutionResult | unknown[];
-      if (Array.isArray(body)) return payload;
-      if (body.data === null) delete body.data;
-      return JSON.stringify({ ...body, extensions: { ...body.extensions, cost } });
+      unsent--;
+      done(null, typeof payload === 'string' ? rewrite(payload, cost) : payload);
     });
   }
   // What fastify-plugin sets: the hooks reach the app Mercurius is registered on, after Mercurius.

@@ -32,6 +32,7 @@ export interface TypePlan {
   type: GraphQLObjectType;
   /** What the object itself costs: its @cost, or `object`. */
   weight: number;
+  /** The fields that can cost something: a leaf of weight 0, or an object whose every part weighs 0, is left out (the actual cost walks less). */
   fields: FieldPlan[];
   /** Requested: weight plus the fields' costs. */
   cost: number;
@@ -117,7 +118,7 @@ function fieldPlan(
   const named = getNamedType(type);
   if (isLeafType(named)) {
     const weight = spec.weight ?? typeCost(named) ?? state.weights.scalar;
-    parent.fields.push({ key, weight });
+    if (weight > 0) parent.fields.push({ key, weight });
     return n * weight;
   }
   let sized: Sized | undefined;
@@ -128,7 +129,7 @@ function fieldPlan(
   const sets = nodes.map((n) => n.selectionSet);
   const possible = isAbstractType(named) ? state.schema.getPossibleTypes(named) : [named];
   const types = possible.map((t) => typePlan(state, t, weightOf(state, spec, t, named), sets, depth + 1, sized));
-  parent.fields.push({ key, weight: 0, types });
+  if (types.some((t) => t.weight > 0 || t.fields.length > 0)) parent.fields.push({ key, weight: 0, types });
   let most = 0;
   for (const t of types) if (t.cost > most) most = t.cost;
   return n * most;
@@ -176,6 +177,7 @@ function argumentValue(
 
 function valueAt(state: State, node: ValueNode, path: string[]): unknown {
   if (node.kind === Kind.VARIABLE) {
+    state.read.add(node.name.value);
     let value: unknown = state.variables[node.name.value];
     for (const step of path) value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[step] : undefined;
     return value;

@@ -39,32 +39,57 @@ export interface Prepared {
   costing: Costing;
 }
 
-const fragmentsOf = new WeakMap<DocumentNode, Record<string, FragmentDefinitionNode>>();
+const fragmentsByDocument = new WeakMap<DocumentNode, Record<string, FragmentDefinitionNode>>();
+
+/** The document's fragments by name, found once per document. */
+export function fragmentsOf(document: DocumentNode): Record<string, FragmentDefinitionNode> {
+  let fragments = fragmentsByDocument.get(document);
+  if (fragments === undefined) {
+    fragments = Object.create(null) as Record<string, FragmentDefinitionNode>;
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+    }
+    fragmentsByDocument.set(document, fragments);
+  }
+  return fragments;
+}
+
+/** The operation a request names and its root type, or undefined when there is no such operation to run. */
+export function operationOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+): { operation: OperationDefinitionNode; root: GraphQLObjectType } | undefined {
+  const operation = getOperationAST(document, operationName);
+  if (operation === null || operation === undefined) return undefined;
+  const root = rootOf(schema, operation);
+  return root === undefined ? undefined : { operation, root };
+}
+
+const NONE: Record<string, unknown> = Object.freeze(Object.create(null));
+
+/** The request's variables as execution coerces them, or undefined when they do not coerce (the server's error). */
+export function coerceVariables(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  variables: OperationRequest['variables'],
+): Record<string, unknown> | undefined {
+  if (operation.variableDefinitions === undefined || operation.variableDefinitions.length === 0) return NONE;
+  const coerced = getVariableValues(schema, operation.variableDefinitions, variables ?? {});
+  return coerced.errors === undefined ? coerced.coerced : undefined;
+}
 
 /**
  * The operation a request runs and its costing, or undefined when it would not run as given (no such
  * operation, variables that do not coerce): the server answers that with its own error, charged nothing.
  */
 export function prepare(request: OperationRequest, weights: Weights): Prepared | undefined {
-  const operation = getOperationAST(request.document, request.operationName);
-  if (operation === null || operation === undefined) return undefined;
-  const root = rootOf(request.schema, operation);
-  if (root === undefined) return undefined;
-  let variables: Record<string, unknown> = {};
-  if (operation.variableDefinitions !== undefined && operation.variableDefinitions.length > 0) {
-    const coerced = getVariableValues(request.schema, operation.variableDefinitions, request.variables ?? {});
-    if (coerced.errors !== undefined) return undefined;
-    variables = coerced.coerced;
-  }
-  let fragments = fragmentsOf.get(request.document);
-  if (fragments === undefined) {
-    fragments = Object.create(null) as Record<string, FragmentDefinitionNode>;
-    for (const definition of request.document.definitions) {
-      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
-    }
-    fragmentsOf.set(request.document, fragments);
-  }
-  return { operation, root, costing: { schema: request.schema, fragments, variables, weights } };
+  const found = operationOf(request.schema, request.document, request.operationName);
+  if (found === undefined) return undefined;
+  const variables = coerceVariables(request.schema, found.operation, request.variables);
+  if (variables === undefined) return undefined;
+  const fragments = fragmentsOf(request.document);
+  return { ...found, costing: { schema: request.schema, fragments, variables, weights, read: new Set() } };
 }
 
 /** The root type of an operation: it costs nothing, only its fields do. */

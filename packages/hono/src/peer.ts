@@ -3,13 +3,21 @@
 // handler(c, next, options), each function taking the context. An option sluice cannot honour is refused by
 // name, with the sluice option to use instead. Read from hono-rate-limiter 0.5 (its rateLimiter()).
 import { type Decision, type PolicyInput, rateLimitHeaders } from '@sluice/core';
-import { type Awaitable, badOption, type HttpLimitOptions, isFunction } from '@sluice/core/adapter';
+import {
+  type Awaitable,
+  badOption,
+  type HttpLimitOptions,
+  isFunction,
+  type PeerAnswer,
+  type PeerTranslator,
+  policyPerLimit,
+} from '@sluice/core/adapter';
 import type { Context, Env, Next } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { GetIP } from './client.js';
-import type { Answer, HonoRateLimitOptions } from './rate-limit.js';
 
 type Body = string | Record<string, unknown>;
+type Options = Record<string, unknown>;
 
 /** hono-rate-limiter's options as it types them, for the app's Env `E`; `K`: the c.var name of the Decision. */
 export interface HonoRateLimiterSpellings<E extends Env, K extends string> {
@@ -66,17 +74,49 @@ const REFUSED: Record<string, string> = {
 const NAMES = [...Object.keys(OURS), 'requestStorePropertyName', 'binding'];
 const DEFAULTS = { windowMs: 60_000, limit: 5, message: 'Too many requests, please try again later.', statusCode: 429 };
 
-/** The options of rateLimit(), as sluice's options and the peer's answer; undefined when they are sluice's spelling. */
-export function honoRateLimiter(options: object): { options: HonoRateLimitOptions; answer: (ours: Answer) => Answer } | undefined {
-  const o: Record<string, unknown> = Object.assign(Object.create(null), options);
-  const ourSpelling = o.policy !== undefined || o.limiter !== undefined || !NAMES.some((n) => o[n] !== undefined);
-  if (ourSpelling) {
-    for (const [name, ours] of Object.entries(OURS)) {
-      if (o[name] !== undefined)
-        badOption(name, `absent beside policy or limiter (it is hono-rate-limiter's spelling): use ${ours}`, o[name]);
-    }
-    return undefined;
+/** hono-rate-limiter's spelling, for the kit (`httpLimit(options, { peer })`), one per middleware: `property` is the c.var name the Decision goes under. */
+export interface HonoRateLimiterTranslator extends PeerTranslator {
+  /** After translate(): requestPropertyName under its spelling, else 'rateLimit'. */
+  readonly property: string;
+}
+
+/** Whether options are in hono-rate-limiter's spelling: its names, and no policy or limiter of ours. */
+const isHonoRateLimiter = (o: Options): boolean =>
+  o.policy === undefined && o.limiter === undefined && NAMES.some((n) => o[n] !== undefined);
+
+/** hono-rate-limiter's spelling for the kit, with the c.var name its options give (a Hono answer the kit has no slot for). */
+export function honoRateLimiter(): HonoRateLimiterTranslator {
+  let property = 'rateLimit';
+  return {
+    names: NAMES,
+    aliases: {},
+    get property() {
+      return property;
+    },
+    translate(o) {
+      if (!isHonoRateLimiter(o)) return besideOurs(o);
+      const translated = translate(o);
+      property = translated.property;
+      return translated.answer;
+    },
+  };
+}
+
+/** Options in sluice's spelling: hono-rate-limiter's names are refused beside them, naming ours. */
+function besideOurs(o: Options): undefined {
+  for (const [name, ours] of Object.entries(OURS)) {
+    if (o[name] !== undefined)
+      badOption(name, `absent beside policy or limiter (it is hono-rate-limiter's spelling): use ${ours}`, o[name]);
   }
+  for (const name of NAMES) if (o[name] !== undefined) badOption(name, REFUSED[name] as string, o[name]);
+  return undefined;
+}
+
+/**
+ * Turns `o` (hono-rate-limiter's spelling, own properties) into the kit's options, in place: a first-hit
+ * fixed window, the key, the handler as onLimited; returns its headers and limited answer, and the c.var name.
+ */
+function translate(o: Options): { answer: PeerAnswer; property: string } {
   for (const [name, instead] of Object.entries(REFUSED)) if (o[name] !== undefined) badOption(name, instead, o[name]);
   if (typeof (o.store as { increment?: unknown } | undefined)?.increment === 'function') {
     badOption('store', 'a sluice Store: redisStore({ client }) for Redis (instead of @hono-rate-limiter/redis), or memoryStore()', o.store);
@@ -102,38 +142,35 @@ export function honoRateLimiter(options: object): { options: HonoRateLimitOption
   // What hono-rate-limiter passes its handler as `options`: the resolved configuration.
   const config = { ...o, windowMs, limit, message, statusCode, standardHeaders: draft, requestPropertyName: property };
 
-  const ours: Record<string, unknown> = Object.assign(Object.create(null), o);
-  for (const n of [...NAMES, 'message', 'statusCode']) delete ours[n];
-  if (o.keyGenerator !== undefined) ours.key = o.keyGenerator;
+  if (o.keyGenerator !== undefined) o.key = o.keyGenerator;
   if (typeof limit === 'function') {
-    // One policy object per limit: the limiter reads a request's policy by identity. The limits' first-hit
-    // windows share one counter per key, held against each request's limit, as hono-rate-limiter's store counts.
-    const policies = new Map<number, PolicyInput>();
-    const pick = (n: number) => policies.get(n) ?? (policies.set(n, policyFor(n)).get(n) as PolicyInput);
-    ours.policy = async (c: Context) => pick(await (limit as (c: Context) => Awaitable<number>)(c));
-  } else ours.policy = policyFor(limit as number);
-  ours.headers = false;
+    // The limits' first-hit windows share one counter per key, held against each request's limit, as
+    // hono-rate-limiter's store counts.
+    const pick = policyPerLimit(policyFor);
+    const limitOf = limit as (c: unknown) => Awaitable<number>;
+    o.policy = (c: unknown) => {
+      const n = limitOf(c);
+      return typeof n === 'number' ? pick(n) : Promise.resolve(n).then(pick);
+    };
+  } else o.policy = policyFor(limit as number);
+  // Its handler answers a limited request, and may pass it on (next()): the middleware then answers nothing.
+  if (handler !== undefined) o.onLimited = (c: Context, _decision: Decision, next: Next) => handler(c, next, config);
+  for (const n of [...NAMES, 'message', 'statusCode']) delete o[n];
 
-  return {
-    options: ours as unknown as HonoRateLimitOptions,
-    answer: (sluice) => ({
-      property,
-      headers(decision, kit) {
-        // A rule's decision counted nothing: sluice's answer (no rate-limit headers).
-        if (decision.source === 'rule') return kit;
-        if (mode === false) return {};
-        const out = rateLimitHeaders(decision, { headers: mode });
-        // Retry-After only with the headers on: the seconds to the window's end, as hono-rate-limiter sends it.
-        if (!decision.allowed) out['Retry-After'] = String(Math.max(0, Math.ceil(decision.resetMs / 1000)));
-        return out;
-      },
-      async limited(c, next, decision: Decision) {
-        if (decision.source === 'rule') return sluice.limited(c, next, decision);
-        if (handler !== undefined) return ((await handler(c, next, config)) ?? undefined) as Response | undefined;
-        c.status(statusCode as ContentfulStatusCode);
-        const body = typeof message === 'function' ? await message(c) : message;
-        return typeof body === 'string' ? c.text(body) : c.json(body);
-      },
-    }),
+  const answer: PeerAnswer = {
+    headers(decision) {
+      if (mode === false) return {};
+      const out = rateLimitHeaders(decision, { headers: mode });
+      // Retry-After only with the headers on: the seconds to the window's end, as hono-rate-limiter sends it.
+      if (!decision.allowed) out['Retry-After'] = String(Math.max(0, Math.ceil(decision.resetMs / 1000)));
+      return out;
+    },
+    async respond(_decision, c) {
+      const body = typeof message === 'function' ? await message(c as Context) : message;
+      // Hono's c.text and c.json, as hono-rate-limiter answers.
+      if (typeof body === 'string') return { status: statusCode as number, contentType: 'text/plain; charset=UTF-8', body };
+      return { status: statusCode as number, contentType: 'application/json', body: JSON.stringify(body) };
+    },
   };
+  return { answer, property };
 }

@@ -7,6 +7,7 @@ import {
   type HttpLimitOptions,
   httpLimit,
   isFunction,
+  type PeerTranslator,
   type PolicyGiven,
   routeScope,
   spec,
@@ -48,15 +49,10 @@ export interface HonoOwnOptions<E extends Env> {
 // biome-ignore lint/suspicious/noExplicitAny: Hono's own default Env (createMiddleware's), so `c.var.user` reads without a type argument
 export type HonoRateLimitOptions<E extends Env = any> = HttpLimitOptions<Context<E>> & HonoOwnOptions<E> & PolicyGiven<Context<E>>;
 
-const OWN = { onLimited: spec<NonNullable<HonoOwnOptions<Env>['onLimited']>>(isFunction), getIP: spec<GetIP>(isFunction) };
+/** onLimited as the middleware calls it: also given `next`, which hono-rate-limiter's handler may call (then it answers nothing). */
+type OnLimited = (c: Context, decision: Decision, next: Next) => unknown;
+const OWN = { onLimited: spec<OnLimited>(isFunction), getIP: spec<GetIP>(isFunction) };
 type Limit = HttpLimit<Context, undefined, typeof OWN>;
-
-/** How a middleware answers: its headers for a decision (given the kit's), a limited request's answer, and the c.var name of the Decision. */
-export interface Answer {
-  headers(decision: Decision, kit: Record<string, string>): Record<string, string>;
-  limited(c: Context, next: Next, decision: Decision): Promise<Response | undefined>;
-  property: string;
-}
 
 /** X-Forwarded-For on a request keyed on the socket's address: Hono trusts no proxy, so only getIP is a fix. */
 const forwarded = (getIP: () => GetIP | undefined): ForwardedCheck<Context> => ({
@@ -73,28 +69,23 @@ function scopeOf(c: Context): string {
   return routeScope(undefined, mount === '' ? undefined : mount);
 }
 
-/** The kit's limit for `options` (bad ones throw here, by name), and the client's address it keys on by default. */
-function honoLimit(options: HonoRateLimitOptions): { limit: Limit; ip: (c: Context) => string | undefined } {
-  const limit: Limit = httpLimit<Context, undefined, typeof OWN>(options, {
+/** The kit's limit for `options` (bad ones throw here, by name, in either spelling), and the client's address it keys on by default. */
+function honoLimit(options: object, peer: PeerTranslator): { limit: Limit; ip: (c: Context) => string | undefined } {
+  const limit: Limit = httpLimit<Context, undefined, typeof OWN>(options as HonoRateLimitOptions, {
     own: OWN,
+    peer,
     forwarded: forwarded(() => limit.own.getIP),
   });
   return { limit, ip: clientAddress(limit.own.getIP) };
 }
 
-/** sluice's own answer: the kit's headers; onLimited, or the limited response by `statusCode` and `message`. */
-function sluiceAnswer(limit: Limit): Answer {
+/** A limited request's answer: onLimited's (undefined when hono-rate-limiter's handler passed it on), else the kit's response. */
+async function limited(limit: Limit, c: Context, next: Next, decision: Decision): Promise<Response | undefined> {
   const { onLimited } = limit.own;
-  return {
-    headers: (_decision, kit) => kit,
-    async limited(c, _next, decision) {
-      if (onLimited) return onLimited(c, decision);
-      const r = await limit.limitedResponse(decision, c);
-      c.header('Content-Type', r.contentType);
-      return c.body(r.body, r.status as ContentfulStatusCode);
-    },
-    property: 'rateLimit',
-  };
+  if (onLimited) return ((await onLimited(c, decision, next)) ?? undefined) as Response | undefined;
+  const r = await limit.limitedResponse(decision, c);
+  c.header('Content-Type', r.contentType);
+  return c.body(r.body, r.status as ContentfulStatusCode);
 }
 
 /** The headers sluice's middlewares set on a request, so far: an inner one (a route's) joins their RateLimit lists. */
@@ -117,25 +108,24 @@ function onAnswer(c: Context, headers: Record<string, string>): void {
   }
 }
 
-/** The middleware that decides with `limit` and answers by `answer`. */
-function middleware(limit: Limit, ip: (c: Context) => string | undefined, answer: Answer): MiddlewareHandler {
-  const { property } = answer;
+/** The middleware that decides with `limit`; the Decision goes in c.var[property]. */
+function middleware(limit: Limit, ip: (c: Context) => string | undefined, property: string): MiddlewareHandler {
   return createMiddleware(async function sluiceRateLimit(c, next) {
     const end = responseEnd(c);
     const verdict = await limit.check(c, scopeOf(c), () => ip(c), undefined, end.node ? end.raw : undefined);
     if (verdict === undefined) return next();
     c.set(property as never, verdict.decision as never);
     const earlier = sent.get(c);
-    const own = answer.headers(verdict.decision, verdict.headers);
+    const own = verdict.headers;
     const headers = earlier === undefined ? own : { ...earlier, ...stackHeaders(own, (n) => earlier[n]) };
     sent.set(c, headers);
     // By c.header(), not on c.res: reading c.res makes Hono wrap the handler's answer again, which costs
     // @hono/node-server its fast path (the body read back as a stream: about 100 µs of CPU a request).
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     if (verdict.limited) {
-      const limited = await answer.limited(c, next, verdict.decision);
-      if (limited === undefined) return; // hono-rate-limiter's handler called next()
-      c.res = limited;
+      const answer = await limited(limit, c, next, verdict.decision);
+      if (answer === undefined) return; // hono-rate-limiter's handler called next()
+      c.res = answer;
       onAnswer(c, headers);
       return c.res;
     }
@@ -167,8 +157,7 @@ export function rateLimit<E extends Env = any, K extends string = 'rateLimit'>(
   options: HonoRateLimiterOptions<E, K>,
 ): MiddlewareHandler<{ Variables: { [P in K]?: Decision } }>;
 export function rateLimit(options: HonoRateLimitOptions | HonoRateLimiterOptions): MiddlewareHandler {
-  const peer = honoRateLimiter(Object(options));
-  const { limit, ip } = honoLimit(peer?.options ?? (options as HonoRateLimitOptions));
-  const ours = sluiceAnswer(limit);
-  return middleware(limit, ip, peer?.answer(ours) ?? ours);
+  const peer = honoRateLimiter();
+  const { limit, ip } = honoLimit(options, peer);
+  return middleware(limit, ip, peer.property);
 }

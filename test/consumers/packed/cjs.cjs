@@ -9,14 +9,16 @@ const names = [
   '@sluice/koa',
   '@sluice/hono',
   '@sluice/graphql',
+  '@sluice/nestjs',
 ];
 const resolved = Object.fromEntries(names.map((name) => [name, require.resolve(name)]));
-const [core, express, fastify, koa, hono, graphql] = [
+const [core, express, fastify, koa, hono, graphql, nestjs] = [
   '@sluice/core',
   '@sluice/express',
   '@sluice/fastify',
   '@sluice/koa',
   '@sluice/hono',
   '@sluice/graphql',
+  '@sluice/nestjs',
 ].map((name) => require(name));
-exercise({ core, express, fastify, koa, hono, graphql, resolved }).then((out) => console.log(JSON.stringify(out)));
+exercise({ core, express, fastify, koa, hono, graphql, nestjs, resolved }).then((out) => console.log(JSON.stringify(out)));

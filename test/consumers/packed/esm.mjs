@@ -7,6 +7,7 @@ import * as fastify from '@sluice/fastify';
 import * as graphql from '@sluice/graphql';
 import * as hono from '@sluice/hono';
 import * as koa from '@sluice/koa';
+import * as nestjs from '@sluice/nestjs';
 
 const names = [
   '@sluice/core',
@@ -16,7 +17,8 @@ const names = [
   '@sluice/koa',
   '@sluice/hono',
   '@sluice/graphql',
+  '@sluice/nestjs',
 ];
 const resolved = Object.fromEntries(names.map((name) => [name, fileURLToPath(import.meta.resolve(name))]));
 const exercise = createRequire(import.meta.url)('./exercise.cjs');
-console.log(JSON.stringify(await exercise({ core, express, fastify, koa, hono, graphql, resolved })));
+console.log(JSON.stringify(await exercise({ core, express, fastify, koa, hono, graphql, nestjs, resolved })));

@@ -56,6 +56,29 @@ function viaHono(rateLimit) {
   return twice(createAdaptorServer({ fetch: app.fetch }));
 }
 
+/** A NestJS app on platform-express, its controller's decorators applied by hand (a plain CommonJS app has no decorator syntax). */
+async function viaNest(nestjs) {
+  require('reflect-metadata');
+  const { Controller, Get, Module } = require('@nestjs/common');
+  const { NestFactory } = require('@nestjs/core');
+  class Hello {
+    get() {
+      return 'ok';
+    }
+  }
+  Controller()(Hello);
+  Get()(Hello.prototype, 'get', Object.getOwnPropertyDescriptor(Hello.prototype, 'get'));
+  class App {}
+  Module({ imports: [nestjs.SluiceModule.forRoot({ policy: '1/1m' })], controllers: [Hello] })(App);
+  const app = await NestFactory.create(App, { logger: false });
+  await app.init();
+  try {
+    return await twice(app.getHttpServer());
+  } finally {
+    await app.close();
+  }
+}
+
 /** A real decision in Redis through the consumer's own ioredis (REDIS_URL is set for the projects that have one). */
 async function viaRedis(core) {
   const { Redis } = require('ioredis');
@@ -89,7 +112,7 @@ function viaGraphql(core, graphql) {
   };
 }
 
-module.exports = async function exercise({ core, express, fastify, koa, hono, graphql, resolved }) {
+module.exports = async function exercise({ core, express, fastify, koa, hono, graphql, nestjs, resolved }) {
   const limiter = core.createLimiter({ policy: '2/1m' });
   const memory = [];
   for (let i = 0; i < 3; i++) memory.push((await limiter.consume('k')).allowed);
@@ -112,12 +135,15 @@ module.exports = async function exercise({ core, express, fastify, koa, hono, gr
       koa.default,
       hono.rateLimit,
       hono.default,
+      nestjs.sluiceThrottlerStorage,
+      nestjs.RateLimit,
     ].map((f) => typeof f),
     express: await viaExpress(express.rateLimit),
     fastify: await viaFastify(fastify.default),
     koa: await viaKoa(koa.rateLimit),
     graphql: viaGraphql(core, graphql),
     hono: await viaHono(hono.rateLimit),
+    nestjs: await viaNest(nestjs),
     redis: process.env.REDIS_URL ? await viaRedis(core) : undefined,
   };
 };

@@ -2,11 +2,13 @@
 // this file into an ES module folder, a CommonJS folder and a node10 folder of the consumer project, so
 // the "import" and "require" declarations and the typesVersions fallback are each checked.
 import { createLimiter, type Decision, type LimiterEvent, memoryStore, rateLimitHeaders, SluiceError, type Store } from '@sluice/core';
+import { type ResetAllOptions, resetAll, type TestClock, testClock } from '@sluice/core/testing';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import fastifyRateLimit from '@sluice/fastify';
 import { costLimit, type QueryCost } from '@sluice/graphql';
 import { rateLimit as honoRateLimit, webSocketLimit } from '@sluice/hono';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
+import { RateLimit, type RateLimitedException, SluiceModule, sluiceThrottlerStorage } from '@sluice/nestjs';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
@@ -64,3 +66,18 @@ honoApp.use(honoRateLimit({ policy: '100/1m', key: (c) => c.req.header('x-user')
 honoApp.get('/', (c) => c.text(`${c.var.rateLimit?.remaining ?? 'no'} left`));
 honoApp.get('/peer', honoRateLimit({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.path }), (c) => c.text('ok'));
 export const messages = webSocketLimit({ policy: '20/1s', onLimited: 'drop' });
+export const nestModule = SluiceModule.forRoot({ policy: '100/1m', key: (ctx) => String(ctx.switchToHttp().getRequest().ip) });
+export const nestLogin = RateLimit('5/15m', { failMode: 'closed' });
+export const retryOf = (e: RateLimitedException): number => e.decision.retryAfterMs;
+export const throttlerStorage = sluiceThrottlerStorage({ store });
+export const throttlerRecord = throttlerStorage.increment('k', 60_000, 10, 60_000, 'default').then((r) => r.isBlocked);
+
+// @sluice/core/testing: its own entry's declarations (typesVersions for node10).
+const clock: TestClock = testClock();
+const moved: number = clock.advance('1h') + clock.set(new Date());
+const resetting: ResetAllOptions = { store: memoryStore({ clock }), prefix: 'sluice' };
+export const reset: Promise<void> = resetAll(resetting).then(() => undefined);
+// @ts-expect-error advance takes a duration, not a Date
+clock.advance(new Date());
+
+export { moved };

@@ -18,6 +18,7 @@
 // that `sluice deny add` can tell when no limiter reads the prefix it wrote to (store/contract.ts RuleStore.seen).
 import type { LimiterEvent } from '../events.js';
 import type { RuleChanges, RuleStore } from '../store/contract.js';
+import { clearInterval, clearTimeout, setInterval, setTimeout } from '../timers.js';
 import { decodeRule, ruleIdentity } from './entry.js';
 import { type Rule, RuleSet } from './match.js';
 

@@ -10,6 +10,7 @@ import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { badOption, describe, SluiceError } from '../errors.js';
 import { eventsHeard, type LimiterEvent, publish } from '../events.js';
+import { holdsLocally } from '../held-locally.js';
 import { checkNames, isFunction, ownCopy } from '../options.js';
 import { type PolicyInput, parsePolicies } from '../policy/policy.js';
 import type { RuleStore, Store } from '../store/contract.js';
@@ -108,6 +109,8 @@ export function createRules(options: RulesOptions): Rules {
   };
 
   const copy = createRuleCopy(rs, prefix, refreshMs, emit);
+  // resetAll (testing) deletes the prefix's rules: the copy reads them again at once (none), not at its refresh.
+  const letGo = holdsLocally(store, prefix, () => copy.reach(Number.POSITIVE_INFINITY));
   let closed = false;
   const writeDeadlineMs = Math.max(5000, refreshMs);
 
@@ -206,6 +209,7 @@ export function createRules(options: RulesOptions): Rules {
     },
     async close() {
       closed = true;
+      letGo();
       await copy.close();
     },
   };

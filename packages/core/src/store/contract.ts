@@ -96,6 +96,17 @@ export interface Store {
   readonly leases?: LeaseStore;
   /** Deletes the counters under `keys`. */
   reset(keys: readonly string[]): Promise<void>;
+  /**
+   * Optional: the clock the store decides on when it was given one (a test's: `testClock()`), epoch ms. A
+   * limiter on the store keeps time on it in its own tiers too (deny cache, breaker, prefilter, fallback).
+   * Absent: the store's own time (Redis' TIME, Date.now in memory), and the limiter's performance.now.
+   */
+  readonly clock?: () => number;
+  /**
+   * Optional: deletes every key of a prefix, counters, ids, rules and bans, and nothing of another prefix:
+   * what `resetAll` (`@sluice/core/testing`) asks of a store, between tests.
+   */
+  resetPrefix?(prefix: string): Promise<void>;
   /** Releases what the store holds. It never closes a client it was given. */
   close(): Promise<void>;
 }

@@ -59,6 +59,11 @@ export class MemoryKeys {
     this.older.delete(key);
   }
 
+  /** Deletes every key that starts with `start`. */
+  deleteStarting(start: string): void {
+    for (const map of [this.recent, this.older]) for (const key of map.keys()) if (key.startsWith(start)) map.delete(key);
+  }
+
   clear(): void {
     this.recent.clear();
     this.older.clear();

@@ -33,7 +33,7 @@ const live = (value: string, now: number): boolean => {
 };
 
 /** The memory store's rules; `clock` is the store's ms clock. */
-export function memoryRules(clock: () => number): RuleStore {
+export function memoryRules(clock: () => number): RuleStore & { forget(prefix: string): void } {
   const prefixes = new Map<string, Kept>();
   const denials = new Map<string, { count: number; until: number }>();
   const kept = (prefix: string): Kept => {
@@ -67,6 +67,11 @@ export function memoryRules(clock: () => number): RuleStore {
     return ids;
   };
   return {
+    /** Drops a prefix's rules and its counters' denials (a ban's count: keys.ts banKey). */
+    forget(prefix) {
+      prefixes.delete(prefix);
+      for (const key of denials.keys()) if (key.startsWith(`${prefix}:{`)) denials.delete(key);
+    },
     async changes(prefix, since, markMs) {
       const k = kept(prefix);
       const now = clock();

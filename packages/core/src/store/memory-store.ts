@@ -1,6 +1,6 @@
 import { ALGORITHMS, type StepResult } from '../algorithms/index.js';
 import { badOption } from '../errors.js';
-import { checkNames, isFunction, isPositiveInteger, type OptionSpec, resolve, spec } from '../options.js';
+import { checkNames, isClock, isPositiveInteger, type OptionSpec, resolve, spec } from '../options.js';
 import type { PolicyState, Store, StoreReply, StoreRequest } from './contract.js';
 import { MemoryKeys } from './memory-keys.js';
 import { memoryRules } from './memory-rules.js';
@@ -10,13 +10,13 @@ import { idOf, opOf, waitArg } from './protocol.js';
 export interface MemoryStoreOptions {
   /** Most keys kept; the least recently used goes first. Default 100000. */
   maxKeys?: number;
-  /** ms clock. Default Date.now. For tests. */
+  /** ms clock (epoch): a test's, such as testClock() of @sluice/core/testing. Default Date.now. */
   clock?: () => number;
 }
 
 const MEMORY_OPTIONS = {
   maxKeys: spec(isPositiveInteger, 100_000),
-  clock: spec<() => number>(isFunction, Date.now),
+  clock: spec(isClock, Date.now),
 } satisfies { [K in keyof MemoryStoreOptions]-?: OptionSpec<unknown> };
 const MEMORY_OPTION_NAMES = Object.keys(MEMORY_OPTIONS);
 
@@ -30,15 +30,23 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   checkNames(options, MEMORY_OPTION_NAMES, 'a memoryStore option');
   const { maxKeys, clock } = resolve(MEMORY_OPTIONS, options);
   const keys = new MemoryKeys(maxKeys);
+  const rules = memoryRules(clock);
   return {
     local: true,
     get size() {
       return keys.size;
     },
     decide: (request) => Promise.resolve(decideNow(keys, clock(), request)),
-    rules: memoryRules(clock),
+    rules,
+    // A given clock is told to the limiters on this store (contract.ts); the default is not.
+    clock: options.clock === undefined ? undefined : clock,
     async reset(toReset) {
       for (const key of toReset) keys.delete(key);
+    },
+    async resetPrefix(prefix) {
+      // Every key of a prefix starts so (keys.ts): counters, ids, bans; its rules are kept by prefix.
+      keys.deleteStarting(`${prefix}:{`);
+      rules.forget(prefix);
     },
     async close() {
       keys.clear();

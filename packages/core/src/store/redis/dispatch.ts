@@ -3,9 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
+import { clearTimeout, setImmediate, setTimeout } from '../../timers.js';
 import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
 import { guardKey } from '../keys.js';
 import { decodeReply, encodeBatch } from '../protocol.js';
+import { fakeTick } from './connection.js';
 import type { ScriptClient } from './script-client.js';
 import { runDecide } from './scripts.js';
 
@@ -174,7 +176,7 @@ export class Dispatcher {
       if (p.deadline > now) {
         still.push(p);
         next = Math.min(next, p.deadline);
-      } else p.done(new Error("the Redis connection was not up within the call's deadline"));
+      } else p.done(new Error(`the Redis connection was not up within the call's deadline${fakeTick()}`));
     }
     this.parked = still;
     if (next !== Number.POSITIVE_INFINITY) {

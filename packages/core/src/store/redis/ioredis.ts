@@ -1,7 +1,7 @@
 // The store's view of an ioredis 5/6 or iovalkey client (clients.ts tells the clients apart).
 
 import { downBecause, type Emitter, follow } from './connection.js';
-import type { AnyFn, ScriptClient } from './script-client.js';
+import type { AnyFn, Loose, ScriptClient } from './script-client.js';
 
 /**
  * An ioredis 5 or 6, or iovalkey, client: `Redis` (also one that follows Sentinel) or `Cluster`.
@@ -51,6 +51,10 @@ export function ioredis(client: IoredisClient, isOwnCall: (first: unknown) => bo
     evalsha: (sha, keys, args) => evalsha.call(client, sha, keys.length, keys, args),
     eval: (script, keys, args) => evalScript.call(client, script, keys.length, keys, args),
     del: (keys) => del.call(client, keys),
+    async masters() {
+      const nodes = cluster ? (client as unknown as { nodes(role: string): unknown[] }).nodes('master') : [client];
+      return nodes.map((node) => (command) => ((node as Loose).call as AnyFn).call(node, ...command));
+    },
     detach() {
       if (detached) return;
       detached = true;

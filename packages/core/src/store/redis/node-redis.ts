@@ -1,5 +1,6 @@
 // The store's view of a node-redis 4/5 client (clients.ts tells the clients apart).
 
+import { clearInterval, setInterval } from '../../timers.js';
 import { downBecause, type Emitter, follow } from './connection.js';
 import type { AnyFn, Loose, ScriptClient } from './script-client.js';
 
@@ -77,6 +78,13 @@ export function nodeRedis(client: NodeRedisClient): ScriptClient {
     evalsha: (sha, keys, args) => send(keys, ['EVALSHA', sha, String(keys.length), ...keys, ...args]),
     eval: (script, keys, args) => send(keys, ['EVAL', script, String(keys.length), ...keys, ...args]),
     del: (keys) => send(keys, ['DEL', ...keys]),
+    async masters() {
+      if (!cluster) return [(command) => sendCommand.call(client, command)];
+      // createCluster's masters, each with a client of its own (nodeClient: node-redis 4 and 5).
+      const c = client as unknown as { masters: unknown[]; nodeClient(node: unknown): unknown };
+      const nodes = await Promise.all(c.masters.map((node) => c.nodeClient(node) as Promise<Loose>));
+      return nodes.map((node) => (command) => (node.sendCommand as AnyFn).call(node, command));
+    },
     detach() {
       if (detached) return;
       detached = true;

@@ -20,6 +20,8 @@ export interface ScriptClient {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: readonly string[]): Promise<unknown>;
+  /** A way to send a raw command to each master (one on a standalone server): SCAN reads one node's keys. */
+  masters(): Promise<Array<(command: string[]) => Promise<unknown>>>;
   /** Stops listening to the client. */
   detach(): void;
 }

@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 import { badOption, SluiceError } from '../../errors.js';
-import { checkNames } from '../../options.js';
+import { checkNames, isClock } from '../../options.js';
 import type { Store, StoreReply } from '../contract.js';
 import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './clients.js';
 import { Dispatcher } from './dispatch.js';
@@ -25,9 +25,10 @@ export interface RedisStoreOptions {
   /** Most decisions carried by one script call. Default 512. */
   maxBatch?: number;
   /**
-   * A fake ms clock for tests: the scripts decide on it instead of the server's TIME, exactly (docs/api.md,
-   * "Testing your limits"); keys live an hour past the TTLs computed on it. Default: absent (production).
-   * @example redisStore({ client, clock: () => now })
+   * A fake ms clock for tests (epoch ms): the scripts decide on it instead of the server's TIME, exactly, and
+   * the limiters on the store keep time on it (docs/testing.md); keys live an hour past the TTLs computed
+   * on it. Default: absent (production).
+   * @example redisStore({ client, clock: testClock() })
    */
   clock?: () => number;
 }
@@ -51,7 +52,8 @@ export function redisStore(options: RedisStoreOptions): Store {
   const client = scriptClient(options.client, isDecideScript);
   const maxBatch = options.maxBatch ?? 512;
   if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) badOption('maxBatch', 'a positive integer', maxBatch);
-  const dispatcher = new Dispatcher(client, maxBatch, options.clock);
+  const clock = options.clock === undefined ? undefined : isClock(options.clock, 'clock');
+  const dispatcher = new Dispatcher(client, maxBatch, clock);
   const { decideWith } = dispatcher;
   return {
     local: false,
@@ -64,6 +66,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     rules: redisRules(client),
     leases: redisLeases(client),
     reset: (keys) => resetKeys(client, keys),
+    clock,
+    resetPrefix: (prefix) => resetPrefix(client, prefix),
     async close() {
       client.detach();
       dispatcher.drain();
@@ -85,4 +89,28 @@ async function resetKeys(client: ScriptClient, keys: readonly string[]): Promise
     bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
   }
   await Promise.all([...bySlot.values()].map((group) => clientCall(() => client.del(group))));
+}
+
+/** Keys a SCAN step asks each master to look at. */
+const SCAN_COUNT = '1000';
+
+/**
+ * Deletes every key of `prefix` on every master: each starts `prefix:{` (keys.ts), which no other
+ * prefix's key and no store's guard key (`sluice:call:...`) does. SCAN with MATCH, then one DEL per slot.
+ */
+async function resetPrefix(client: ScriptClient, prefix: string): Promise<void> {
+  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}:{*`;
+  const masters = await client.masters();
+  await Promise.all(
+    masters.map(async (send) => {
+      let cursor = '0';
+      do {
+        const [next, keys] = (await clientCall(() => send(['SCAN', cursor, 'MATCH', match, 'COUNT', SCAN_COUNT]))) as [unknown, unknown[]];
+        cursor = String(next);
+        const bySlot = new Map<number, string[]>();
+        for (const key of keys.map(String)) bySlot.set(calculateSlot(key), [...(bySlot.get(calculateSlot(key)) ?? []), key]);
+        await Promise.all([...bySlot.values()].map((group) => clientCall(() => send(['DEL', ...group]))));
+      } while (cursor !== '0');
+    }),
+  );
 }
