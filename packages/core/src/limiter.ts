@@ -139,24 +139,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
   const decideShard = createDecideShard(shardStages);
   // regions: a consume and a peek spend from this region's lease instead (regions/tier.ts).
-  const regions =
-    o.regions &&
-    createRegionTier(o.regions, {
-      prefix,
-      store,
-      timeout: o.timeout,
-      emit,
-      finish,
-      decideOn: (on) =>
-        createDecideShard({
-          ...shardStages,
-          denyCache: undefined,
-          storeCall: createStoreCall(on, o, { prefix, onEvent }),
-          adjustOf: () => undefined,
-        }),
-    });
-  const decideFirst = regions ? (attempt: Attempt) => regions.decide(attempt) : (attempt: Attempt) => decideShard(attempt, 0);
-  const consumeTiers = createTiers(prefilter, regions ? (attempt) => regions.decide(attempt) : decideShard, finish);
+  const regions = o.regions && createRegionTier(o.regions, { options: o, stages: shardStages, emit, onEvent });
+  const decideFirst = regions ? regions.decide : (attempt: Attempt) => decideShard(attempt, 0);
+  const consumeTiers = createTiers(prefilter, regions ? regions.decide : decideShard, finish);
 
   /** Publishes a decision on sluice:decision once it is made; only while someone subscribes. */
   const observed = (key: string, started: number, decision: Promise<Decision>): Promise<Decision> =>

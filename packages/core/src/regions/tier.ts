@@ -5,27 +5,26 @@
 // keeper.ts asks the home for more, off the request path, and gives back what quiet keys did not spend.
 import { performance } from 'node:perf_hooks';
 import type { Attempt } from '../attempt.js';
+import { createDecideShard, type ShardStages } from '../decide-shard.js';
 import type { Decision } from '../decision.js';
 import type { LimiterEvent } from '../events.js';
+import type { ResolvedLimiterOptions } from '../limiter-options.js';
 import type { Policy } from '../policy/policy.js';
 import type { Store, StoreReply, StoreRequest } from '../store/contract.js';
 import { homeKey, leaseKey, storeKey } from '../store/keys.js';
 import type { LeaseBucket, LeaseStore } from '../store/leases.js';
+import { createStoreCall } from '../store-call.js';
 import { type Leased, LeaseKeeper } from './keeper.js';
 import type { ResolvedRegions } from './options.js';
 
 export type { RegionsOptions } from './options.js';
 
-/** What the stage is given by the limiter. */
+/** What the stage is given by the limiter: its options, and the stages one shard's decision hands on to. */
 export interface RegionStages {
-  prefix: string;
-  store: Store;
-  /** The store call's budget (ms): the region's own store. */
-  timeout: number;
+  options: Pick<ResolvedLimiterOptions, 'prefix' | 'store' | 'timeout' | 'breaker' | 'clock' | 'testClock'>;
+  stages: ShardStages;
   emit: (event: Omit<LimiterEvent, 'prefix'>) => void;
-  /** One shard's decision on `store` (decide-shard.ts, with its own store call, no deny cache). */
-  decideOn(store: Store): (attempt: Attempt, shard: number) => Promise<Decision>;
-  finish(key: string, decision: Decision): Decision;
+  onEvent: ((event: LimiterEvent) => void) | undefined;
 }
 
 export interface RegionTier {
@@ -73,10 +72,15 @@ function spendingStore(store: Store, leases: LeaseStore, keeper: LeaseKeeper, sh
 }
 
 /** The region's stage. */
-export function createRegionTier(r: ResolvedRegions, s: RegionStages): RegionTier {
-  const leases = s.store.leases as LeaseStore;
-  const keeper = new LeaseKeeper(r, leases, r.home.leases as LeaseStore, s.timeout, s.emit);
-  const decideShard = s.decideOn(spendingStore(s.store, leases, keeper, r.noLease === 'share'));
+export function createRegionTier(r: ResolvedRegions, { options: o, stages, emit, onEvent }: RegionStages): RegionTier {
+  const leases = o.store.leases as LeaseStore;
+  const keeper = new LeaseKeeper(r, leases, r.home.leases as LeaseStore, o.timeout, emit);
+  // One shard's decision on the spending store, under a store call of its own: no deny cache (a grant lands
+  // between two decisions), no adjust (a decision's tokens are the lease's).
+  const spending = spendingStore(o.store, leases, keeper, r.noLease === 'share');
+  const storeCall = createStoreCall(spending, o, { prefix: o.prefix, onEvent });
+  const decideShard = createDecideShard({ ...stages, denyCache: undefined, storeCall, adjustOf: () => undefined });
+  const s = { prefix: o.prefix, finish: stages.finish };
 
   async function decide(attempt: Attempt): Promise<Decision> {
     const policy = attempt.set.policies[0] as Policy;
