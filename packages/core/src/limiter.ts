@@ -220,9 +220,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return started < 0 ? decision : observed(key, started, decision);
     },
 
-    wait: (key, options) => wait(key, options),
+    wait: (key, options) => regions?.refuse('wait') ?? wait(key, options),
 
     adjust(key, delta, options) {
+      if (regions) return regions.refuse('adjust');
       try {
         const call = callOptions(options, CALL_OPTIONS, 'adjust');
         return adjust(counterKey(key, call?.scope), delta, call);

@@ -45,6 +45,19 @@ describe('regions options', () => {
     );
   });
 
+  it('wait and adjust, which are not leased, are refused rather than decided on counters no region shares', async () => {
+    const limiter = createLimiter({ policy: '100/1m', store, regions: { home, region: 'eu' } });
+    await expect(limiter.wait('k')).rejects.toMatchObject({
+      code: 'ERR_SLUICE_OPTION',
+      message: expect.stringMatching(/^wait is not leased/),
+    });
+    await expect(limiter.adjust('k', 1)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_OPTION',
+      message: expect.stringMatching(/^adjust is not leased/),
+    });
+    await limiter.close();
+  });
+
   it('a region with every option given is made, and closes', async () => {
     const limiter = createLimiter({
       policy: '100/1m',

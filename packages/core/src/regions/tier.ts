@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Attempt } from '../attempt.js';
 import { createDecideShard, type ShardStages } from '../decide-shard.js';
 import type { Decision } from '../decision.js';
+import { SluiceError } from '../errors.js';
 import type { LimiterEvent } from '../events.js';
 import type { ResolvedLimiterOptions } from '../limiter-options.js';
 import type { Policy } from '../policy/policy.js';
@@ -29,6 +30,8 @@ export interface RegionStages {
 
 export interface RegionTier {
   decide(attempt: Attempt): Promise<Decision>;
+  /** What is not leased (wait, adjust): refused, ERR_SLUICE_OPTION, rather than decided on counters no region shares. */
+  refuse(operation: 'wait' | 'adjust'): Promise<never>;
   close(): Promise<void>;
 }
 
@@ -113,5 +116,7 @@ export function createRegionTier(r: ResolvedRegions, { options: o, stages, emit,
     return attempt.final ? s.finish(attempt.key, d) : d;
   }
 
-  return { decide, close: () => keeper.close() };
+  const refuse = (operation: string) =>
+    Promise.reject(new SluiceError('ERR_SLUICE_OPTION', `${operation} is not leased across regions: use consume with \`regions\``));
+  return { decide, refuse, close: () => keeper.close() };
 }
