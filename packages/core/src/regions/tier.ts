@@ -94,11 +94,10 @@ export function createRegionTier(r: ResolvedRegions, { options: o, stages, emit,
     withoutStore: (attempt) => stages.withoutStore(attempt),
   };
   const decideShard = (attempt: Attempt, shard: number) => decideOn(own, attempt, shard);
-  const s = { prefix: o.prefix, finish: stages.finish };
 
   async function decide(attempt: Attempt): Promise<Decision> {
     const policy = attempt.set.policies[0] as Policy;
-    const { prefix } = s;
+    const { prefix } = o;
     const key = storeKey(prefix, attempt.tag, policy.id);
     const entry = keeper.note(
       attempt.key,
@@ -124,7 +123,7 @@ export function createRegionTier(r: ResolvedRegions, { options: o, stages, emit,
       }
     }
     d.region = r.region;
-    return attempt.final ? s.finish(attempt.key, d) : d;
+    return attempt.final ? stages.finish(attempt.key, d) : d;
   }
 
   const refuse = (operation: string) =>
