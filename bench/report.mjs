@@ -176,6 +176,35 @@ const REPORTS = {
     const tail = ['at 4x', `4x, 20% critical: % critical 2xx in ${r.goodMs} ms`, 'cores used at 4x: server, load generator'];
     return [stamp(r), '', ...table([...head, ...tail], rows)];
   },
+  regions: () => {
+    const r = read('regions');
+    if (!r) return undefined;
+    const rows = Object.entries(r.summary).map(([name, c]) => [
+      name,
+      `${spread(c.over1)}; ${spread(c.over5)}; ${spread(c.over10)}`,
+      spread(c.use, 2),
+      spread(c.p99Ms, 1),
+      c.following ? c.following.join(', ') : '',
+    ]);
+    const p = r.homePaused;
+    return [
+      stamp(r),
+      '',
+      ...table(
+        [
+          'contender',
+          'over-admission, 1 s; 5 s; 10 s windows',
+          'use',
+          'p99 ms of a decision',
+          'lease intervals to follow a swap, per round',
+        ],
+        rows,
+      ),
+      '',
+      `Home paused: ${num(p.decisions)} decisions while it was stopped, the slowest ${num(p.slowestMs, 1)} ms (p99 ${num(p.p99Ms, 1)}), ` +
+        `${num(p.admittedPerSecond, 1)} admitted/s (the rate: ${num(r.policyRate ?? 20, 1)}/s), over-admission ${p.over1}; ${p.over5}; ${p.over10}.`,
+    ];
+  },
   'lua-instructions': () => {
     const files = existsSync(RESULTS) ? readdirSync(RESULTS).filter((f) => /^lua-instructions-.*\.json$/.test(f)) : [];
     if (!files.length) return undefined;

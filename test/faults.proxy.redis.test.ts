@@ -57,6 +57,19 @@ describe('network faults between the limiter and Redis (fault proxy)', () => {
     }
   };
 
+  it('delayed replies reach the client in the order the server sent them, each to its own command', async () => {
+    const client = await viaProxy();
+    proxy.latency(20, 20);
+    // Commands a few hundred microseconds apart: each reply is a chunk of its own, on a timer of its own.
+    const sent: Promise<string>[] = [];
+    for (let i = 0; i < 300; i++) {
+      sent.push(client.echo(`reply-${i}`));
+      if (i % 3 === 0) await new Promise((r) => setImmediate(r));
+    }
+    const replies = await Promise.all(sent);
+    expect(replies.filter((r, i) => r !== `reply-${i}`)).toEqual([]);
+  });
+
   it('Redis 10 ms slower than the timeout: the fail mode answers, open and closed', async () => {
     const timeout = 100;
     const client = await viaProxy();

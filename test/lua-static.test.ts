@@ -3,18 +3,22 @@
 // script is told by the NOSCRIPT prefix of the error, not by its wording (Valkey 8 words it otherwise).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DECIDE_SCRIPT, LUA_LINES, RULES_SCRIPT } from '../packages/core/src/lua.generated';
+import { DECIDE_SCRIPT, HOME_SCRIPT, LUA_LINES, REGION_SCRIPT, RULES_SCRIPT } from '../packages/core/src/lua.generated';
 import { redisRules } from '../packages/core/src/store/redis/rules';
 import type { ScriptClient } from '../packages/core/src/store/redis/script-client';
 import { luaSource, runDecide } from '../packages/core/src/store/redis/scripts';
 import { undeclaredKeys } from './support/lua-keys';
 
 const LUA = join(__dirname, '..', 'lua');
-const SCRIPTS = { decide: DECIDE_SCRIPT, rules: RULES_SCRIPT };
+const SCRIPTS = { decide: DECIDE_SCRIPT, rules: RULES_SCRIPT, region: REGION_SCRIPT, home: HOME_SCRIPT };
+/** The scripts shipped as they are, not built from several files: their lines are their file's. */
+const WHOLE: Partial<Record<keyof typeof SCRIPTS, string>> = { rules: 'lua/rules.lua', region: 'lua/region.lua', home: 'lua/home.lua' };
 type Script = keyof typeof SCRIPTS;
 /** What the check found in `source` (one of SCRIPTS, or a changed copy), each at its lua/ file and line. */
 const check = (script: Script, source = SCRIPTS[script]) =>
-  undeclaredKeys(source).map(({ line, problem }) => `${script === 'rules' ? `lua/rules.lua:${line}` : luaSource(line)}: ${problem}`);
+  undeclaredKeys(source).map(
+    ({ line, problem }) => `${WHOLE[script] !== undefined ? `${WHOLE[script]}:${line}` : luaSource(line)}: ${problem}`,
+  );
 
 describe('every key a script touches comes from KEYS', () => {
   it.each(Object.keys(SCRIPTS) as Script[])('in the %s script', (script) => {
@@ -23,7 +27,7 @@ describe('every key a script touches comes from KEYS', () => {
 
   it('the scripts checked are all of lua/', () => {
     const files = readdirSync(LUA).filter((f) => f.endsWith('.lua'));
-    expect([...LUA_LINES.map(([, file]) => file), 'lua/rules.lua'].sort()).toEqual(files.map((f) => `lua/${f}`).sort());
+    expect([...LUA_LINES.map(([, file]) => file), ...Object.values(WHOLE)].sort()).toEqual(files.map((f) => `lua/${f}`).sort());
   });
 
   // Each change must apply: when the scripts change shape, change these with them.

@@ -63,10 +63,10 @@ interface Link {
   dead: boolean;
   heldRequests: Buffer[];
   heldReplies: Buffer[];
-  /** Reply chunks on a latency timer. */
-  delayed: number;
-  /** When the last delayed chunk is due, so that none overtakes it. */
-  lastDue: number;
+  /** Reply chunks delayed by latency, oldest first, each with when it is due (never before the one ahead). */
+  delayed: { due: number; chunk: Buffer }[];
+  /** The one timer that delivers `delayed` from its head, in order. */
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 /**
@@ -97,26 +97,27 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       link.heldReplies.push(chunk);
       return;
     }
-    if (delayMs === 0 && jitterMs === 0 && link.delayed === 0) {
+    if (delayMs === 0 && jitterMs === 0 && link.delayed.length === 0) {
       toClient(link, chunk);
       return;
     }
-    const due = Math.max(performance.now() + delayMs + Math.random() * jitterMs, link.lastDue);
-    link.lastDue = due;
-    link.delayed++;
-    // A timer counts from the event loop's cached time, which can be ms behind the real clock, so it
-    // may fire early: wait again for the rest, never deliver before `due`. Timers due at the same ms
-    // fire in the order they were set, so order holds.
-    const later = () => {
-      const left = due - performance.now();
-      if (left > 0) {
-        setTimeout(later, left);
-        return;
-      }
-      link.delayed--;
-      toClient(link, chunk);
-    };
-    setTimeout(later, due - performance.now());
+    const last = link.delayed[link.delayed.length - 1];
+    link.delayed.push({ due: Math.max(performance.now() + delayMs + Math.random() * jitterMs, last?.due ?? 0), chunk });
+    if (link.timer === undefined) deliver(link);
+  };
+
+  /**
+   * Delivers the delayed chunks that are due, from the head of the queue, and waits for the next one: one
+   * timer per connection, so no chunk overtakes an earlier one (timers of their own, one per chunk, may fire
+   * out of order when one fires early and waits again).
+   */
+  const deliver = (link: Link) => {
+    link.timer = undefined;
+    while (link.delayed.length > 0 && (link.delayed[0]?.due ?? 0) <= performance.now()) {
+      toClient(link, (link.delayed.shift() as { chunk: Buffer }).chunk);
+    }
+    const next = link.delayed[0];
+    if (next !== undefined) link.timer = setTimeout(() => deliver(link), Math.max(1, Math.ceil(next.due - performance.now())));
   };
 
   /** A request chunk from the client. */
@@ -132,13 +133,14 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
 
   const drop = (link: Link) => {
     if (!links.delete(link)) return;
+    clearTimeout(link.timer);
     link.client.destroy();
     link.upstream?.destroy();
   };
 
   const server: Server = createServer({ noDelay: true }, (client) => {
     counts.accepted++;
-    const link: Link = { client, upstream: undefined, dead: false, heldRequests: [], heldReplies: [], delayed: 0, lastDue: 0 };
+    const link: Link = { client, upstream: undefined, dead: false, heldRequests: [], heldReplies: [], delayed: [], timer: undefined };
     links.add(link);
     client.on('error', () => drop(link));
     client.on('close', () => drop(link));
@@ -180,6 +182,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       let n = 0;
       for (const link of [...links]) {
         links.delete(link);
+        clearTimeout(link.timer);
         link.client.resetAndDestroy();
         link.upstream?.destroy();
         n++;
@@ -200,7 +203,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     connections: () => links.size,
     stats() {
       let pending = 0;
-      for (const link of links) pending += link.delayed + link.heldReplies.length;
+      for (const link of links) pending += link.delayed.length + link.heldReplies.length;
       return { ...counts, repliesPending: pending };
     },
     async close() {

@@ -30,6 +30,8 @@ export type Command =
       cluster: boolean;
       /** --timeout in ms: the deadline of connecting and the command together. */
       timeoutMs: number;
+      /** inspect --home: the home store of a limit across regions (--redis is then the region's). */
+      homeUrl?: string;
     };
 
 /** The default --timeout: a person waits on this, not a request. */
@@ -55,6 +57,8 @@ Options:
                     option's name, '*' for app-level Express and Koa, '* ' + mount path
                     under an Express mount ('* /api')
   --shards N        the limiter's shards, when it splits hot keys (default 1)
+  --home URL        inspect a limit across regions: the key's global bucket at this home store and each
+                    region's lease (--redis is then a region's store, whose own lease is shown too)
   --ip              KEY is a client IP: group it as the adapters' default key does (IPv6 by /56)
   --timeout TIME    give up after TIME, connecting and the command together: '5s', '500ms', or ms
                     (default 5s); then exit 1
@@ -104,6 +108,7 @@ export const COMMANDS: readonly string[] = [
 /** The options, as parseArgs reads them. */
 const OPTIONS = {
   redis: { type: 'string' },
+  home: { type: 'string' },
   prefix: { type: 'string' },
   policy: { type: 'string', multiple: true },
   scope: { type: 'string' },
@@ -178,20 +183,22 @@ export function parseCommand(argv: readonly string[], env: Record<string, string
     shards: values.shards === undefined ? undefined : Number(values.shards),
     cluster: values.cluster === true,
     timeoutMs,
+    ...(values.home === undefined ? {} : { homeUrl: redisUrlOf(values.home, '--home') }),
   };
 }
 
 /** --redis (or REDIS_URL): a redis:// or rediss:// URL, never echoed (it may hold a password). */
-function redisUrlOf(redisUrl: string | undefined): string {
-  if (redisUrl === undefined || redisUrl === '') throw new UsageError('--redis URL (or REDIS_URL) is required');
+function redisUrlOf(redisUrl: string | undefined, option = '--redis'): string {
+  if (redisUrl === undefined || redisUrl === '')
+    throw new UsageError(`${option} URL${option === '--redis' ? ' (or REDIS_URL)' : ''} is required`);
   let protocol: string;
   try {
     protocol = new URL(redisUrl).protocol;
   } catch {
-    throw new UsageError('--redis must be a URL such as redis://127.0.0.1:6379');
+    throw new UsageError(`${option} must be a URL such as redis://127.0.0.1:6379`);
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:')
-    throw new UsageError(`--redis must be a redis:// or rediss:// URL, got a ${protocol} URL`);
+    throw new UsageError(`${option} must be a redis:// or rediss:// URL, got a ${protocol} URL`);
   return redisUrl;
 }
 

@@ -1,6 +1,7 @@
 import { createLimiter, type Decision, type Limiter, type Rule, type Rules, redisStore, SluiceError } from '@sluice/core';
 import { Cluster, Redis } from 'ioredis';
 import { type Command, parseCommand, USAGE, UsageError } from './args.js';
+import { inspectRegions } from './regions-command.js';
 import { openRules, runRules } from './rules-command.js';
 import { cliVersion } from './version.cjs';
 
@@ -167,6 +168,11 @@ async function run(
       await runRules(command, client, write);
     } else if (limiter === undefined) {
       throw new Error('no limiter');
+    } else if (command.command === 'inspect' && command.homeUrl !== undefined) {
+      write(
+        'out',
+        `${JSON.stringify(await inspectRegions(command, client, command.homeUrl, (url) => connect(url, false, command.timeoutMs)), null, 2)}\n`,
+      );
     } else if (command.command === 'reset') {
       await limiter.reset(command.client, { scope: command.scope });
       const scope = command.scope === undefined ? '' : `, scope ${JSON.stringify(command.scope)}`;

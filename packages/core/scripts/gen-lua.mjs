@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('../../../lua/', import.meta.url));
 const read = (f) => readFileSync(dir + f, 'utf8').replace(/\n$/, '');
-// Scripts of their own, not branches of decide: rules.lua is the rules' script (RULES_SCRIPT, store/redis/rules.ts).
-const NOT_ALGORITHMS = ['prelude.lua', 'decide.lua', 'rules.lua'];
+// Scripts of their own, not branches of decide: rules.lua is the rules' script (RULES_SCRIPT, store/redis/rules.ts),
+// region.lua and home.lua the two sides of a limit across regions (REGION_SCRIPT, HOME_SCRIPT, store/redis/leases.ts).
+const NOT_ALGORITHMS = ['prelude.lua', 'decide.lua', 'rules.lua', 'region.lua', 'home.lua'];
 const algorithms = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && !NOT_ALGORITHMS.includes(f))
   .sort()
@@ -62,6 +63,10 @@ writeFileSync(
     `export const DECIDE_SCRIPT = ${JSON.stringify(`${lines.join('\n')}\n`)};\n` +
     `/** lua/rules.lua as it is: the rules' reads and writes (store/redis/rules.ts). */\n` +
     `export const RULES_SCRIPT = ${JSON.stringify(`${read('rules.lua')}\n`)};\n` +
+    `/** lua/region.lua as it is: a region's leased tokens (store/redis/leases.ts). */\n` +
+    `export const REGION_SCRIPT = ${JSON.stringify(`${read('region.lua')}\n`)};\n` +
+    `/** lua/home.lua as it is: the home's global buckets and its grants (store/redis/leases.ts). */\n` +
+    `export const HOME_SCRIPT = ${JSON.stringify(`${read('home.lua')}\n`)};\n` +
     `/** Per lua/ file: the script's line its text starts on, the file, the file's line there, and its lines. */\n` +
     `export const LUA_LINES: readonly (readonly [number, string, number, number])[] = ${JSON.stringify(map)};\n`,
 );

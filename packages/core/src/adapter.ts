@@ -16,3 +16,4 @@ export { type HttpLimit, httpLimit } from './adapter/verdict.js';
 export { parseDuration } from './duration.js';
 export { badOption } from './errors.js';
 export { isBoolean, isFunction, nearest, own, resolve, spec } from './options.js';
+export { inspectLeases, type LeasesInspected } from './regions/inspect.js';

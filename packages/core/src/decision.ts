@@ -53,6 +53,8 @@ export interface Decision {
    * the rule lapses (0 when it does not); neither counted anything, so limit, remaining and policies are empty.
    */
   rule?: Rule;
+  /** A limiter with `regions` only: the region that decided (regions.region). */
+  region?: string;
   /** Shadow mode only: true when a real limit would have denied this request (allowed is then true). */
   shadowed?: boolean;
   /**

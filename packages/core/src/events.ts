@@ -14,6 +14,11 @@ export interface LimiterEvent {
    * 'rule-change': a process' copy of the rules changed (createRules; `version`, `rules` the count); 'rule-error':
    * a refresh of the rules failed (the last known rules stay in force) or a ban could not be counted or written.
    */
+  /**
+   * 'lease-granted': the home granted this region `tokens` of `key`'s global bucket; 'lease-returned': a lease
+   * that went quiet gave `tokens` back; 'home-unreachable': the home did not answer an ask (`error`): the
+   * region spends what it holds, then its static share, until the home answers (createLimiter's `regions`).
+   */
   type:
     | 'store-error'
     | 'breaker-open'
@@ -26,7 +31,10 @@ export interface LimiterEvent {
     | 'settle-error'
     | 'rule-change'
     | 'rule-error'
-    | 'forwarded-untrusted';
+    | 'forwarded-untrusted'
+    | 'lease-granted'
+    | 'lease-returned'
+    | 'home-unreachable';
   /** The limiter's key namespace (its `prefix`): for a breaker event, the prefix of the limiter whose onEvent hears it (on the channel sluice:event, the first of `prefixes`). */
   prefix: string;
   /** breaker-open and breaker-close: the prefixes of every limiter on the breaker, which is shared by the limiters on one store (announced once per change). */
@@ -37,6 +45,10 @@ export interface LimiterEvent {
   /** ms the store call took (store-error), or how long the breaker was open (breaker-close). */
   latencyMs?: number;
   decision?: Decision;
+  /** lease-granted, lease-returned and home-unreachable: this region's name. */
+  region?: string;
+  /** lease-granted and lease-returned: the tokens granted, or given back. */
+  tokens?: number;
   /** rule-change: the version of the rules now in force in this process, and how many there are. */
   version?: number;
   rules?: number;

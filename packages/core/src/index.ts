@@ -12,6 +12,7 @@ export { createLimiter } from './limiter.js';
 export type { Algorithm, CalendarPeriod, PolicyInput, WindowStart } from './policy/policy.js';
 export type { RateLimitedFetchOptions } from './rate-limited-fetch.js';
 export { rateLimitedFetch } from './rate-limited-fetch.js';
+export type { RegionsOptions } from './regions/options.js';
 export type { BanOptions } from './rules/ban.js';
 export type { Rule, RuleKind, RuleOptions, Rules, RulesOptions } from './rules/rules.js';
 export { createRules } from './rules/rules.js';
@@ -19,6 +20,7 @@ export type { Permit, Priority, Shedder, ShedderEvent, ShedderOptions } from './
 export { createShedder } from './shed/shedder.js';
 export { runStoreVectors, type StoreVectorsOptions } from './store/conformance.js';
 export type { Policy, PolicyState, RuleChanges, RuleStore, Store, StoreReply, StoreRequest } from './store/contract.js';
+export type { HomeGrant, HomeView, LeaseAsk, LeaseBucket, LeaseSpend, LeaseStore, LeaseTimes } from './store/leases.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { memoryStore } from './store/memory-store.js';
 export type { RedisStoreOptions } from './store/redis/store.js';

@@ -18,6 +18,7 @@ import {
   spec,
 } from './options.js';
 import { isConcurrent, type Policy, type PolicyInput, parsePolicies, parsePolicy } from './policy/policy.js';
+import { checkRegionsWith, type RegionsOptions, resolveRegions } from './regions/options.js';
 import { type BanOptions, banSettings } from './rules/ban.js';
 import { type Rules, rulesInside } from './rules/rules.js';
 import type { Store } from './store/contract.js';
@@ -61,6 +62,11 @@ export interface LimiterOptions {
    * `ban: true` written to `rules` (or, without them, to rules of the limiter's own store and prefix). Default none.
    */
   ban?: BanOptions;
+  /**
+   * One limit across regions: this limiter decides in region `region` on its own `store`, with tokens leased
+   * from the `home` store's global bucket of `policy` (docs/regions.md). Default none.
+   */
+  regions?: RegionsOptions;
   /** Store errors, breaker open/close, fallbacks, denials. An exception it throws is ignored. Default none. */
   onEvent?: (event: LimiterEvent) => void;
   /**
@@ -143,6 +149,7 @@ export const LIMITER_OPTIONS = {
   breaker: spec(breakerSettings, BREAKER),
   rules: spec(rulesInside),
   ban: spec(banSettings),
+  regions: spec(resolveRegions),
   onEvent: spec<(event: LimiterEvent) => void>(isFunction),
   clock: spec(isClock),
 } satisfies { [K in keyof LimiterOptions]-?: OptionSpec<unknown> };
@@ -179,6 +186,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   }
   if (o.fallback === false && o.failMode === 'open')
     badOption('fallback', "a policy or absent with failMode 'open' (false refuses while the store is down: failMode 'closed')", false);
+  if (o.regions !== undefined) checkRegionsWith({ store: o.store, policy: o.policy, shards: o.shards }, o.regions);
   // Shards that cannot split a policy, and concurrent policies with shards or a prefilter, are refused
   // where every policy set is made (policy-set.ts), the limiter's own at construction.
   // The store's clock, when it was given one (a test's), is the local tiers' too: a denial the deny cache

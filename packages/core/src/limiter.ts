@@ -10,6 +10,7 @@
 //   fail-mode.ts     the decision when the store cannot answer
 //   slots.ts         concurrent slots (release), adjust.ts (adjust), finish.ts (shadow mode, denied event)
 //   wait.ts          wait(): a reservation through the store call, or asking again
+//   regions/         with `regions`, a consume and a peek spend from this region's lease instead (tier.ts)
 // reset.ts forgets a key everywhere. Every decision is also published on the diagnostics channel
 // sluice:decision, every event on sluice:event (events.ts makes both).
 // The stages hang off one object per limiter, a Pipeline, whose methods every limiter shares: the
@@ -31,6 +32,7 @@ import type { CallOptions, ConsumeOptions, Limiter } from './limiter-api.js';
 import { type LimiterOptions, type ResolvedLimiterOptions, resolveLimiterOptions } from './limiter-options.js';
 import { createPolicyCache, type PolicyCache, type PolicySet, policySet } from './policy-set.js';
 import { Prefilter } from './prefilter.js';
+import { createRegionTier, type RegionTier } from './regions/tier.js';
 import { createReset } from './reset.js';
 import { createRuleStage, type RuleStage } from './rule-check.js';
 import { SlotSets } from './slots.js';
@@ -61,7 +63,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const limiter: Limiter = {
     consume: (key, options) => p.consume(key, options),
     peek: (key, options) => p.peek(key, options),
-    wait: (key, options) => p.wait(key, options),
+    wait: (key, options) => p.regions?.refuse('wait') ?? p.wait(key, options),
     adjust: (key, delta, options) => p.adjustKey(key, delta, options),
     reset: (key, options) => p.reset(key, options),
     close: () => p.close(),
@@ -90,6 +92,8 @@ class Pipeline implements ShardStages, TierStages {
   readonly resetKey: (tag: string, sets: readonly PolicySet[]) => Promise<void>;
   readonly adjust: Adjust;
   readonly wait: Wait;
+  /** With `regions`: a consume and a peek spend from this region's lease (regions/tier.ts). */
+  readonly regions: RegionTier | undefined;
   /** Ends what holdsLocally recorded (close()); held here, it keeps that record alive while the limiter is. */
   readonly letGo: () => void;
 
@@ -142,6 +146,7 @@ class Pipeline implements ShardStages, TierStages {
       onRelease: (wake) => this.slots.onRelease(wake),
       rules: this.rules,
     });
+    this.regions = o.regions && createRegionTier(o.regions, { options: o, stages: this, emit: this.emit.bind(this), onEvent });
   }
 
   emit(event: Omit<LimiterEvent, 'prefix'>): void {
@@ -226,7 +231,7 @@ class Pipeline implements ShardStages, TierStages {
       id === undefined && !set.hasSlots
         ? { set, key, tag: keyTag(key), cost, peek: false, final: direct }
         : { set, key, tag: keyTag(key), cost, peek: false, final: direct, id, slot: set.hasSlots ? this.slots.of(set).next() : undefined };
-    let decision = direct ? decideShard(this, attempt, 0) : consumeTiers(this, attempt);
+    let decision = !direct ? consumeTiers(this, attempt) : this.regions ? this.regions.decide(attempt) : decideShard(this, attempt, 0);
     if (rules !== undefined) decision = rules.watch(caller, scope, attempt.tag, decision);
     return started < 0 ? decision : this.observed(key, started, decision);
   }
@@ -240,11 +245,13 @@ class Pipeline implements ShardStages, TierStages {
     if (ruled?.decision !== undefined && rules) return rules.answer(key, ruled.decision);
     const set = ruled?.set ?? this.setOf(call?.policy);
     const started = decisionChannel.hasSubscribers ? performance.now() : -1;
-    const decision = decideShard(this, { set, key, tag: keyTag(key), cost: 1, peek: true, final: false }, 0);
+    const attempt: Attempt = { set, key, tag: keyTag(key), cost: 1, peek: true, final: false };
+    const decision = this.regions ? this.regions.decide(attempt) : decideShard(this, attempt, 0);
     return started < 0 ? decision : this.observed(key, started, decision);
   }
 
   adjustKey(key: string, delta: number, options: CallOptions | undefined): Promise<Decision> {
+    if (this.regions) return this.regions.refuse('adjust');
     try {
       const call = callOptions(options, CALL_OPTIONS, 'adjust');
       return this.adjust(counterKey(key, call?.scope), delta, call);
@@ -265,6 +272,7 @@ class Pipeline implements ShardStages, TierStages {
   async close(): Promise<void> {
     this.letGo();
     await this.rules?.close();
+    await this.regions?.close();
     this.storeCall.close();
     this.denyCache?.clear();
     await this.local?.close();

@@ -101,7 +101,17 @@ export interface MetricsSink {
   shed(shedder: string, priority: string): void;
   /** The concurrency limit and slots in flight now of the shedder named `shedder`. */
   concurrency(shedder: string, limit: number, inFlight: number): void;
+  /** A limit across regions: a lease granted or returned (`tokens`), or the home unreachable, in `region`. */
+  lease?(prefix: string, region: string, event: LeaseEvent, tokens: number): void;
 }
+
+/** The lease events counted: `lease-granted` as 'granted', `lease-returned` as 'returned', `home-unreachable` as it is. */
+export type LeaseEvent = 'granted' | 'returned' | 'home-unreachable';
+const LEASE_EVENTS: Record<string, LeaseEvent> = {
+  'lease-granted': 'granted',
+  'lease-returned': 'returned',
+  'home-unreachable': 'home-unreachable',
+};
 
 interface DecisionMessage {
   prefix: string;
@@ -133,6 +143,11 @@ export function subscribeSink(counts: DecisionCounts, sink: MetricsSink): () => 
       return;
     }
     const event = message as LimiterEvent;
+    const lease = LEASE_EVENTS[event.type];
+    if (lease !== undefined) {
+      sink.lease?.(event.prefix, event.region ?? '', lease, event.tokens ?? 0);
+      return;
+    }
     if (event.type !== 'breaker-open' && event.type !== 'breaker-close') return;
     // One event per change names every limiter on the shared breaker: each prefix's gauge moves.
     for (const prefix of event.prefixes ?? [event.prefix]) {
@@ -161,6 +176,8 @@ export const NAMES = {
   shed: 'sluice_shed_total',
   limit: 'sluice_concurrency_limit',
   inFlight: 'sluice_in_flight',
+  leases: 'sluice_lease_events_total',
+  leaseTokens: 'sluice_lease_tokens_total',
 } as const;
 
 export const HELP = {
@@ -172,7 +189,23 @@ export const HELP = {
   shed: 'Requests a shedder refused with 503 (service overloaded), by shedder (its name option) and priority (critical|normal|sheddable).',
   limit: "A shedder's adaptive concurrency limit, by shedder (its name option).",
   inFlight: 'Requests holding a slot of a shedder, by shedder (its name option).',
+  leases:
+    'A limit across regions: leases granted and returned, and asks the home did not answer, by prefix, region and event (granted|returned|home-unreachable).',
+  leaseTokens:
+    'A limit across regions: tokens the home granted to a region, and tokens its quiet leases gave back, by prefix, region and event (granted|returned).',
 } as const;
+
+/** The lease events as both backends keep them: per prefix, region and event, how many and their tokens. */
+export class LeaseState {
+  readonly series = new Map<string, { labels: { prefix: string; region: string; event: LeaseEvent }; count: number; tokens: number }>();
+  add(prefix: string, region: string, event: LeaseEvent, tokens: number): void {
+    const key = `${prefix}\0${region}\0${event}`;
+    const found = this.series.get(key) ?? { labels: { prefix, region, event }, count: 0, tokens: 0 };
+    found.count++;
+    found.tokens += tokens;
+    this.series.set(key, found);
+  }
+}
 
 /** The shedders' figures as both backends keep them: sheds by shedder and priority, and each one's last limit and in-flight count. */
 export class ShedderState {

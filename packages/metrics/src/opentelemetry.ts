@@ -6,6 +6,7 @@ import {
   describe,
   firstLine,
   HELP,
+  LeaseState,
   NAMES,
   resolveMaxPolicies,
   ShedderState,
@@ -99,6 +100,18 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
   );
   const shedder = new ShedderState();
   removers.push(...observeShedder(meter, shedder));
+  const leaseState = new LeaseState();
+  const leases = meter.createObservableCounter(NAMES.leases, { description: HELP.leases });
+  const leaseTokens = meter.createObservableCounter(NAMES.leaseTokens, { description: HELP.leaseTokens });
+  removers.push(
+    observe(leases, (result) => {
+      for (const { labels, count } of leaseState.series.values()) result.observe(count, { ...labels });
+    }),
+    observe(leaseTokens, (result) => {
+      for (const { labels, tokens } of leaseState.series.values())
+        if (labels.event !== 'home-unreachable') result.observe(tokens, { ...labels });
+    }),
+  );
 
   const unsubscribe = subscribeSink(counts, {
     shed(name, priority) {
@@ -112,6 +125,9 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
     },
     breaker(prefix, isOpen) {
       open.set(prefix, isOpen ? 1 : 0);
+    },
+    lease(prefix, region, event, tokens) {
+      leaseState.add(prefix, region, event, tokens);
     },
   });
   let live = true;

@@ -61,7 +61,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
   }
   const counts = new DecisionCounts(maxPolicies);
   const metrics = createMetrics(prom, [register], counts);
-  const { duration, breaker, shed, limit, inFlight } = metrics;
+  const { duration, breaker, shed, limit, inFlight, leases, leaseTokens } = metrics;
   const unsubscribe = subscribeSink(counts, {
     shed(shedder, priority) {
       shed.inc({ shedder, priority });
@@ -76,13 +76,17 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Sluic
     breaker(prefix, open) {
       breaker.set({ prefix }, open ? 1 : 0);
     },
+    lease(prefix, region, event, tokens) {
+      leases.inc({ prefix, region, event });
+      if (event !== 'home-unreachable') leaseTokens.inc({ prefix, region, event }, tokens);
+    },
   });
 
   return {
     stop() {
       unsubscribe();
       // Only its own: after a stop() and a new prometheusMetrics(), the names may be another's.
-      for (const metric of [metrics.decisions, duration, breaker, shed, limit, inFlight]) {
+      for (const metric of [metrics.decisions, duration, breaker, shed, limit, inFlight, leases, leaseTokens]) {
         const name = (metric as unknown as { name: string }).name;
         if (register.getSingleMetric(name) === metric) register.removeSingleMetric(name);
       }
@@ -108,7 +112,7 @@ function checkOptions(options: PrometheusMetricsOptions): PrometheusRegistry | u
   return given;
 }
 
-/** The six metrics, registered in `registers`; sluice_decisions_total reads `counts` at each scrape. */
+/** The metrics, registered in `registers`; sluice_decisions_total reads `counts` at each scrape. */
 function createMetrics(prom: typeof PromClient, registers: PromClient.Registry[], counts: DecisionCounts) {
   const decisions = new prom.Counter({
     name: NAMES.decisions,
@@ -136,5 +140,8 @@ function createMetrics(prom: typeof PromClient, registers: PromClient.Registry[]
   const shed = new prom.Counter({ name: NAMES.shed, help: HELP.shed, labelNames: ['shedder', 'priority'] as const, registers });
   const limit = new prom.Gauge({ name: NAMES.limit, help: HELP.limit, labelNames: ['shedder'] as const, registers });
   const inFlight = new prom.Gauge({ name: NAMES.inFlight, help: HELP.inFlight, labelNames: ['shedder'] as const, registers });
-  return { decisions, duration, breaker, shed, limit, inFlight };
+  const labelNames = ['prefix', 'region', 'event'] as const;
+  const leases = new prom.Counter({ name: NAMES.leases, help: HELP.leases, labelNames, registers });
+  const leaseTokens = new prom.Counter({ name: NAMES.leaseTokens, help: HELP.leaseTokens, labelNames, registers });
+  return { decisions, duration, breaker, shed, limit, inFlight, leases, leaseTokens };
 }

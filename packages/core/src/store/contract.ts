@@ -1,4 +1,5 @@
 import type { Policy } from '../policy/policy.js';
+import type { LeaseStore } from './leases.js';
 
 export type { Policy };
 
@@ -88,6 +89,11 @@ export interface Store {
    * takes no rules. The decision path never calls it: each process holds a copy of the rules.
    */
   readonly rules?: RuleStore;
+  /**
+   * Optional: a limit across regions (createLimiter's `regions`): a region's leased tokens, or the home's
+   * global buckets (store/leases.ts). A store without it can be neither a region's store nor the home.
+   */
+  readonly leases?: LeaseStore;
   /** Deletes the counters under `keys`. */
   reset(keys: readonly string[]): Promise<void>;
   /**

@@ -8,6 +8,7 @@
 //   the guard key       a store's record of the calls it sent (store/redis/dispatch.ts): `sluice:call:storeId`.
 //   the rules keys      a prefix's rules, their version and log (rules/rules.ts): `prefix:{#rules}:set`, `:v`, ...;
 //   the ban key         a counter's recent denials (rules/ban.ts): `prefix:{tag}:ban`.
+//   the lease keys      a key's lease in a region and its global bucket at the home (regions/): `prefix:{tag}:policyId:lease`, `:home`.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 
@@ -112,4 +113,18 @@ export function rulesKeys(prefix: string): string[] {
 /** The count of a counter's recent denials (a ban's `after`), in the key's hash tag: `prefix:{tag}:ban`. */
 export function banKey(prefix: string, tag: string): string {
   return `${prefix}:{${tag}}:ban`;
+}
+
+/**
+ * One key's lease in a region (regions/, lua/region.lua), on the region's store: `prefix:{tag}:policyId:lease`.
+ * On the home's store, the key's global bucket: `prefix:{tag}:policyId:home` (homeKey), apart from the lease
+ * when the home is also a region's store.
+ */
+export function leaseKey(prefix: string, tag: string, policyId: string): string {
+  return `${storeKey(prefix, tag, policyId)}:lease`;
+}
+
+/** A key's global bucket on the home's store (leaseKey). */
+export function homeKey(prefix: string, tag: string, policyId: string): string {
+  return `${storeKey(prefix, tag, policyId)}:home`;
 }

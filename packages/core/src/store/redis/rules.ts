@@ -2,32 +2,19 @@
 // scripts (scripts.ts) on every client it takes (script-client.ts: ioredis, node-redis, Cluster, Sentinel). The keys of a prefix's rules share a hash tag (store/keys.ts
 // rulesKeys), so on a Cluster each call goes to one slot. None of this is on a decision's path: a process
 // reads the changes every `refresh` (none, mostly), and writes when an operator (or a ban) changes a rule.
-import calculateSlot from 'cluster-key-slot';
 import type { RuleStore } from '../contract.js';
 import { rulesKeys } from '../keys.js';
 import type { ScriptClient } from './script-client.js';
-import { RULES, runScript } from './scripts.js';
+import { RULES, runWhenUp } from './scripts.js';
 
 /** A reply element as text: ioredis' Buffer variants answer Buffers, node-redis strings, integers as numbers. */
 const text = (x: unknown): string => (typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x));
 
 /** The Redis store's rules: one script call per read or write. */
 export function redisRules(client: ScriptClient): RuleStore {
-  const send = (keys: string[], args: string[]): Promise<unknown> => runScript(client, RULES, keys, args);
-  const run = (keys: string[], args: string[]): Promise<unknown> => {
-    // A connection that is down fails the call now rather than in the client's offline queue: a refresh
-    // retries on its next tick, and a write must tell its operator it did not land. One being made (the
-    // app's first connect, a reconnect) is waited for: rules/rules.ts bounds the wait.
-    const slot = client.cluster ? calculateSlot(keys[0] as string) : undefined;
-    const down = client.down(slot);
-    if (down === undefined) return send(keys, args);
-    if (!client.connecting()) return Promise.reject(new Error(down));
-    return new Promise<void>((settled) => client.whenSettled(settled)).then(() => {
-      const still = client.down(slot);
-      if (still !== undefined) throw new Error(still);
-      return send(keys, args);
-    });
-  };
+  // A refresh retries on its next tick, and a write must tell its operator it did not land; rules/rules.ts
+  // bounds a wait for a connection being made.
+  const run = (keys: string[], args: string[]): Promise<unknown> => runWhenUp(client, RULES, keys, args);
   return {
     async changes(prefix, since, markMs) {
       const reply = (await run(rulesKeys(prefix), ['d', String(since), String(Math.ceil(markMs))])) as unknown[];

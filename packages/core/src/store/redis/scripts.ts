@@ -1,8 +1,9 @@
 // The scripts as the Redis store runs them (lua/, generated into lua.generated.ts): each loaded by SHA once
 // and sent again only on NOSCRIPT; the decide script's errors name the lua/ file and line they come from.
 import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { describe } from '../../errors.js';
-import { DECIDE_SCRIPT, LUA_LINES, RULES_SCRIPT } from '../../lua.generated.js';
+import { DECIDE_SCRIPT, HOME_SCRIPT, LUA_LINES, REGION_SCRIPT, RULES_SCRIPT } from '../../lua.generated.js';
 import type { ScriptClient } from './script-client.js';
 
 /** A script's text, and its SHA, which EVALSHA runs it by. */
@@ -15,6 +16,9 @@ const script = (text: string): Script => ({ text, sha: createHash('sha1').update
 const DECIDE = script(DECIDE_SCRIPT);
 /** The rules' script (store/redis/rules.ts). */
 export const RULES = script(RULES_SCRIPT);
+/** The two sides of a limit across regions (store/redis/leases.ts). */
+export const REGION = script(REGION_SCRIPT);
+export const HOME = script(HOME_SCRIPT);
 
 /** Whether a command's first argument is the decide script's (its SHA or its text). */
 export const isDecideScript = (first: unknown): boolean => first === DECIDE.sha || first === DECIDE.text;
@@ -35,6 +39,23 @@ export function runScript(
     if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
     again?.();
     return client.eval(text, keys, args);
+  });
+}
+
+/**
+ * Runs `script` off the decision path (rules, leases): a connection that is down fails the call now rather
+ * than in the client's offline queue; one being made (the app's first connect, a reconnect) is waited for,
+ * and its caller bounds the wait.
+ */
+export function runWhenUp(client: ScriptClient, script: Script, keys: string[], args: string[]): Promise<unknown> {
+  const slot = client.cluster && keys.length > 0 ? calculateSlot(keys[0] as string) : undefined;
+  const down = client.down(slot);
+  if (down === undefined) return runScript(client, script, keys, args);
+  if (!client.connecting()) return Promise.reject(new Error(down));
+  return new Promise<void>((settled) => client.whenSettled(settled)).then(() => {
+    const still = client.down(slot);
+    if (still !== undefined) throw new Error(still);
+    return runScript(client, script, keys, args);
   });
 }
 

@@ -4,6 +4,7 @@ import { checkNames, isClock } from '../../options.js';
 import type { Store, StoreReply } from '../contract.js';
 import { CLIENTS_TAKEN, looksLikeClient, type RedisClient, scriptClient } from './clients.js';
 import { Dispatcher } from './dispatch.js';
+import { redisLeases } from './leases.js';
 import { redisRules } from './rules.js';
 import type { ScriptClient } from './script-client.js';
 import { clientCall, isDecideScript } from './scripts.js';
@@ -63,6 +64,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     decideWith,
     connecting: () => client.connecting(),
     rules: redisRules(client),
+    leases: redisLeases(client),
     reset: (keys) => resetKeys(client, keys),
     clock,
     resetPrefix: (prefix) => resetPrefix(client, prefix),
