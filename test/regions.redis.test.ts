@@ -240,6 +240,8 @@ describe('one limit across regions (regions: leases from a home)', () => {
     expect(shown.home.leases.map((l: { region: string }) => l.region).sort()).toEqual(['r0', 'r1']);
     expect(shown.home.tokens).toBeGreaterThanOrEqual(0);
     expect(shown.region.holds).toBeGreaterThanOrEqual(0);
-    expect(shown.region.msLeft).toBeGreaterThan(0);
+    // Until the lease lapses, two leases (400 ms) after its ask: 0 once a slow start of the command outlasts it.
+    expect(shown.region.msLeft).toBeGreaterThanOrEqual(0);
+    expect(shown.region.msLeft).toBeLessThanOrEqual(400);
   });
 });
