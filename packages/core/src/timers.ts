@@ -6,3 +6,13 @@
 import { clearInterval, clearTimeout, setImmediate, setInterval, setTimeout } from 'node:timers';
 
 export { clearInterval, clearTimeout, setImmediate, setInterval, setTimeout };
+
+/**
+ * What to do when a test's fake timers hold process.nextTick (Jest's fake it unless told not to, and
+ * @sinonjs/fake-timers marks what it fakes with `clock`): a Redis client waits on it to connect, so it
+ * never does, and its calls reach their deadline. Read only when a call fails.
+ */
+export function fakeTick(): string {
+  if (typeof (process.nextTick as { clock?: unknown }).clock !== 'object') return '';
+  return " (process.nextTick is faked, and the client connects on it: give Jest's fake timers doNotFake: ['nextTick'], or connect before faking)";
+}

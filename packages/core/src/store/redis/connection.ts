@@ -1,5 +1,6 @@
 // A client's connection as the stores on it follow it, from the client's events.
 import { errorMonitor } from 'node:events';
+import { fakeTick } from '../../timers.js';
 
 type Listener = (error?: unknown) => void;
 export type Emitter = {
@@ -23,16 +24,6 @@ export interface Connection {
 export function downBecause(status: string, connection: Connection | undefined): string {
   const cause = connection?.lastError?.message;
   return `${cause ? `${status}: ${cause.split('\n')[0]}` : status}${fakeTick()}`;
-}
-
-/**
- * What to do when a test's fake timers hold process.nextTick (Jest's fake it unless told not to, and
- * @sinonjs/fake-timers marks what it fakes with `clock`): a Redis client waits on it to connect, so it
- * never does. Read only when a call finds the connection down.
- */
-export function fakeTick(): string {
-  if (typeof (process.nextTick as { clock?: unknown }).clock !== 'object') return '';
-  return " (process.nextTick is faked, and the client connects on it: give Jest's fake timers doNotFake: ['nextTick'], or connect before faking)";
 }
 
 const connections = new WeakMap<object, Connection>();

@@ -7,7 +7,7 @@ import { clearTimeout, setImmediate, setTimeout } from '../../timers.js';
 import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
 import { guardKey } from '../keys.js';
 import { decodeReply, encodeBatch } from '../protocol.js';
-import { fakeTick } from './connection.js';
+import { fakeTick } from '../../timers.js';
 import type { ScriptClient } from './script-client.js';
 import { runDecide } from './scripts.js';
 
