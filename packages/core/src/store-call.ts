@@ -3,8 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { type Breaker, type BreakerMember, ownBreaker, sharedBreaker } from './breaker.js';
 import { type Call, Deadlines } from './deadlines.js';
 import type { ResolvedLimiterOptions } from './limiter-options.js';
-import { fakeTick } from './timers.js';
 import { type Store, StoreRefusal, type StoreReply, type StoreRequest } from './store/contract.js';
+import { fakeTick } from './timers.js';
 
 export class StoreTimeoutError extends Error {
   constructor(ms: number) {

@@ -3,11 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
-import { clearTimeout, setImmediate, setTimeout } from '../../timers.js';
+import { clearTimeout, fakeTick, setImmediate, setTimeout } from '../../timers.js';
 import { StoreRefusal, type StoreReply, type StoreRequest } from '../contract.js';
 import { guardKey } from '../keys.js';
 import { decodeReply, encodeBatch } from '../protocol.js';
-import { fakeTick } from '../../timers.js';
 import type { ScriptClient } from './script-client.js';
 import { runDecide } from './scripts.js';
 
