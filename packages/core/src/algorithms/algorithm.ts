@@ -7,7 +7,11 @@ export interface StepResult<S> {
   resetMs: number;
   /** 0 when ok; else ms to the µs: whole µs rounded up (>= 1), / 1000, as the Lua reply's retryAfterUs. */
   retryAfterMs: number;
-  /** Set when the step charged: the state to store, and for how long it matters. */
+  /**
+   * Set when the step charged: the state to store, and for how long it matters. A stored state is
+   * updated in place and handed back (a new object per decision outlives a young collection in the
+   * memory store); a step that does not charge leaves it as it was.
+   */
   next?: { state: S; ttlMs: number };
   /** The window in force, when it varies from one to the next (a calendar period's length). */
   windowMs?: number;
@@ -29,8 +33,9 @@ export type AlgorithmStep<S> = (
 
 /**
  * The twin of a lua/ file's <name>_adjust: charges `delta` without a check, or refunds (delta < 0)
- * never past full; a concurrent policy gives `slot` back. Returns the state to store and for how long,
- * null when the key goes (as a DEL), undefined when nothing changes.
+ * never past full; a concurrent policy gives `slot` back. Returns the state to store (the given one,
+ * updated in place, when there is one) and for how long, null when the key goes (as a DEL), undefined
+ * when nothing changes.
  */
 export type AdjustStep<S> = (
   state: S | undefined,

@@ -1,7 +1,7 @@
 import type { AdjustStep, AlgorithmStep } from './algorithm.js';
 
 /** Mirrors lua/concurrent.lua: each held slot and when its lease ends (ms). */
-export type ConcurrentState = ReadonlyMap<string, number>;
+export type ConcurrentState = Map<string, number>;
 
 export const concurrent: AlgorithmStep<ConcurrentState> = (state, now, p, _cost, apply, slot = '') => {
   let held = 0;
@@ -9,8 +9,9 @@ export const concurrent: AlgorithmStep<ConcurrentState> = (state, now, p, _cost,
   const ok = held + 1 <= p.limit;
   let next: { state: ConcurrentState; ttlMs: number } | undefined;
   if (ok && apply) {
-    const leases = new Map<string, number>();
-    if (state) for (const [s, ends] of state) if (ends > now) leases.set(s, ends);
+    // The stored map, in place: the leases that ended go.
+    const leases = state ?? new Map<string, number>();
+    for (const [s, ends] of leases) if (ends <= now) leases.delete(s);
     // A lease ends on a whole ms, rounded up, as the Lua stores it.
     const ends = Math.ceil(now + p.windowMs);
     leases.set(slot, ends);
@@ -23,9 +24,8 @@ export const concurrent: AlgorithmStep<ConcurrentState> = (state, now, p, _cost,
 /** Mirrors concurrent_adjust: gives `slot` back. */
 export const concurrentAdjust: AdjustStep<ConcurrentState> = (state, now, _p, _delta, slot) => {
   if (!state?.has(slot)) return undefined;
-  const leases = new Map(state);
-  leases.delete(slot);
+  state.delete(slot);
   let last = 0;
-  for (const ends of leases.values()) if (ends > last) last = ends;
-  return leases.size === 0 ? null : { state: leases, ttlMs: Math.max(0, last - now) };
+  for (const ends of state.values()) if (ends > last) last = ends;
+  return state.size === 0 ? null : { state, ttlMs: Math.max(0, last - now) };
 };

@@ -6,34 +6,41 @@ export interface FixedWindowState {
   count: number;
 }
 
-/** Mirrors fixed_window_state: the window counted in, its count, ms from now to its end, and whether the key holds it. */
-function current(
-  state: FixedWindowState | undefined,
-  now: number,
-  window: number,
-  firstHit: boolean,
-): { idx: number; count: number; left: number; same: boolean } {
-  if (firstHit) {
-    if (state && now < state.idx + window) return { ...state, left: state.idx + window - now, same: true };
-    return { idx: now, count: 0, left: window, same: false };
-  }
-  const idx = Math.floor(now / window);
-  if (state && state.idx >= idx) return { ...state, left: (state.idx + 1) * window - now, same: true };
-  return { idx, count: 0, left: (idx + 1) * window - now, same: false };
+/** Mirrors fixed_window_state: whether the key holds the window counted in (its count is then the key's, else 0). */
+function isCurrent(state: FixedWindowState | undefined, now: number, window: number, firstHit: boolean): state is FixedWindowState {
+  return state !== undefined && (firstHit ? now < state.idx + window : state.idx >= Math.floor(now / window));
+}
+
+/** The window counted in: the key's, else the one `now` falls in (or starts, with start 'first-hit'). */
+const indexOf = (current: FixedWindowState | undefined, now: number, window: number, firstHit: boolean): number =>
+  current !== undefined ? current.idx : firstHit ? now : Math.floor(now / window);
+
+/** ms from now to the end of window `idx`; a first-hit window that starts now lasts the whole window. */
+const leftOf = (current: FixedWindowState | undefined, idx: number, now: number, window: number, firstHit: boolean): number =>
+  firstHit ? (current !== undefined ? idx + window - now : window) : (idx + 1) * window - now;
+
+/** The key's state for window `idx` with `count`: the stored one updated in place when there is one. */
+function counted(state: FixedWindowState | undefined, idx: number, count: number): FixedWindowState {
+  if (state === undefined) return { idx, count };
+  state.idx = idx;
+  state.count = count;
+  return state;
 }
 
 export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost, apply) => {
-  const counted = current(state, now, p.windowMs, p.start === 'first-hit');
-  const { idx } = counted;
-  let count = counted.count;
+  const window = p.windowMs;
+  const firstHit = p.start === 'first-hit';
+  const current = isCurrent(state, now, window, firstHit) ? state : undefined;
+  const idx = indexOf(current, now, window, firstHit);
+  let count = current?.count ?? 0;
   // The window's end in whole µs, and in whole ms from that, so that retry and reset round alike.
-  const endsUs = Math.max(1, Math.ceil(counted.left * 1000));
+  const endsUs = Math.max(1, Math.ceil(leftOf(current, idx, now, window, firstHit) * 1000));
   const ends = Math.ceil(endsUs / 1000);
   const ok = count + cost <= p.limit;
   let next: { state: FixedWindowState; ttlMs: number } | undefined;
   if (ok && apply) {
     count = count + cost;
-    next = { state: { idx, count }, ttlMs: ends };
+    next = { state: counted(state, idx, count), ttlMs: ends };
   }
   return {
     ok,
@@ -46,9 +53,14 @@ export const fixedWindow: AlgorithmStep<FixedWindowState> = (state, now, p, cost
 
 /** Mirrors fixed_window_adjust: the current window's count moves by delta, never below 0. */
 export const fixedWindowAdjust: AdjustStep<FixedWindowState> = (state, now, p, delta) => {
-  const { idx, count, left } = current(state, now, p.windowMs, p.start === 'first-hit');
+  const window = p.windowMs;
+  const firstHit = p.start === 'first-hit';
+  const current = isCurrent(state, now, window, firstHit) ? state : undefined;
+  const idx = indexOf(current, now, window, firstHit);
+  const count = current?.count ?? 0;
   const after = Math.max(0, count + delta);
   if (after === count) return undefined;
   if (after === 0) return null;
-  return { state: { idx, count: after }, ttlMs: Math.ceil(Math.max(1, Math.ceil(left * 1000)) / 1000) };
+  const left = leftOf(current, idx, now, window, firstHit);
+  return { state: counted(state, idx, after), ttlMs: Math.ceil(Math.max(1, Math.ceil(left * 1000)) / 1000) };
 };

@@ -15,6 +15,13 @@ function firstAbove(scores: SlidingLogState, bound: number): number {
   return lo;
 }
 
+/** Drops the first `n` scores, in place: the stored array is kept rather than copied per decision. */
+function dropFirst(scores: SlidingLogState, n: number): void {
+  if (n === 0) return;
+  scores.copyWithin(0, n);
+  scores.length -= n;
+}
+
 export const slidingLog: AlgorithmStep<SlidingLogState> = (state, now, p, cost, apply) => {
   const { limit, windowMs: window } = p;
   const scores = state ?? [];
@@ -25,11 +32,11 @@ export const slidingLog: AlgorithmStep<SlidingLogState> = (state, now, p, cost, 
   const ok = count + cost <= limit;
   let next: { state: SlidingLogState; ttlMs: number } | undefined;
   if (ok && apply) {
-    const kept = scores.slice(live);
-    for (let i = 0; i < cost; i++) kept.push(now);
+    dropFirst(scores, live);
+    for (let i = 0; i < cost; i++) scores.push(now);
     count = count + cost;
     newest = now;
-    next = { state: kept, ttlMs: Math.ceil(window) };
+    next = { state: scores, ttlMs: Math.ceil(window) };
   }
   let resetMs = 0;
   if (count > 0) resetMs = Math.max(1, Math.ceil((newest as number) + window - now));
@@ -48,12 +55,12 @@ export const slidingLogAdjust: AdjustStep<SlidingLogState> = (state, now, p, del
   if (delta > 0) {
     const newest = scores[scores.length - 1];
     if (newest !== undefined && newest > now) now = newest;
-    const kept = scores.slice(firstAbove(scores, now - p.windowMs));
-    for (let i = 0; i < delta; i++) kept.push(now);
-    return { state: kept, ttlMs: Math.ceil(p.windowMs) };
+    dropFirst(scores, firstAbove(scores, now - p.windowMs));
+    for (let i = 0; i < delta; i++) scores.push(now);
+    return { state: scores, ttlMs: Math.ceil(p.windowMs) };
   }
   if (scores.length === 0) return undefined;
-  const kept = scores.slice(0, Math.max(0, scores.length + delta));
+  scores.length = Math.max(0, scores.length + delta);
   // The set keeps its expiry in Redis; here it lives a window more, which no decision can tell apart.
-  return kept.length === 0 ? null : { state: kept, ttlMs: Math.ceil(p.windowMs) };
+  return scores.length === 0 ? null : { state: scores, ttlMs: Math.ceil(p.windowMs) };
 };

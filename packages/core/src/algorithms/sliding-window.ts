@@ -7,18 +7,33 @@ export interface SlidingWindowState {
   prev: number;
 }
 
-/** Mirrors sliding_window_state: the window counted in, its count and the previous window's. */
-function current(state: SlidingWindowState | undefined, now: number, window: number): SlidingWindowState {
+/** Mirrors sliding_window_state: the window counted in; the key's, else the one `now` falls in. */
+const indexOf = (state: SlidingWindowState | undefined, now: number, window: number): number => {
   const idx = Math.floor(now / window);
-  if (state && state.idx >= idx) return { ...state };
-  return { idx, cur: 0, prev: state && state.idx === idx - 1 ? state.cur : 0 };
+  return state && state.idx >= idx ? state.idx : idx;
+};
+
+/** The count of window `idx` from the key's state, and (previous) the count of the window before it. */
+function countOf(state: SlidingWindowState | undefined, idx: number, previous: boolean): number {
+  if (state === undefined) return 0;
+  if (state.idx === idx) return previous ? state.prev : state.cur;
+  return previous && state.idx === idx - 1 ? state.cur : 0;
+}
+
+/** The key's state: the stored one updated in place when there is one. */
+function counted(state: SlidingWindowState | undefined, idx: number, cur: number, prev: number): SlidingWindowState {
+  if (state === undefined) return { idx, cur, prev };
+  state.idx = idx;
+  state.cur = cur;
+  state.prev = prev;
+  return state;
 }
 
 export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, cost, apply) => {
   const { limit, windowMs: window } = p;
-  const counted = current(state, now, window);
-  const { idx, prev } = counted;
-  let cur = counted.cur;
+  const idx = indexOf(state, now, window);
+  const prev = countOf(state, idx, true);
+  let cur = countOf(state, idx, false);
   const start = idx * window;
   const weight = (window - Math.max(0, now - start)) / window;
   let used = prev * weight + cur;
@@ -27,7 +42,7 @@ export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, 
   if (ok && apply) {
     cur = cur + cost;
     used = used + cost;
-    next = { state: { idx, cur, prev }, ttlMs: Math.ceil(start + 2 * window - now) };
+    next = { state: counted(state, idx, cur, prev), ttlMs: Math.ceil(start + 2 * window - now) };
   }
   let resetMs = 0;
   if (cur > 0) resetMs = Math.ceil(start + 2 * window - now);
@@ -46,22 +61,26 @@ export const slidingWindow: AlgorithmStep<SlidingWindowState> = (state, now, p, 
 /** Mirrors sliding_window_adjust: the current window's count moves by delta, never below 0. */
 export const slidingWindowAdjust: AdjustStep<SlidingWindowState> = (state, now, p, delta) => {
   const window = p.windowMs;
-  const { idx, cur, prev } = current(state, now, window);
+  const idx = indexOf(state, now, window);
+  const cur = countOf(state, idx, false);
+  const prev = countOf(state, idx, true);
   const after = Math.max(0, cur + delta);
   if (after === cur) return undefined;
   if (after === 0 && prev === 0) return null;
-  return { state: { idx, cur: after, prev }, ttlMs: Math.ceil(idx * window + 2 * window - now) };
+  return { state: counted(state, idx, after, prev), ttlMs: Math.ceil(idx * window + 2 * window - now) };
 };
 
 /** Mirrors sliding_window_reserve: the cost counts in the window its turn `at` falls in (this one or a later one). */
 export const slidingWindowReserve: ReserveStep<SlidingWindowState> = (state, now, p, cost, at) => {
   const window = p.windowMs;
-  let { idx, cur, prev } = current(state, now, window);
+  let idx = indexOf(state, now, window);
+  let cur = countOf(state, idx, false);
+  let prev = countOf(state, idx, true);
   const turn = Math.floor(at / window);
   if (turn > idx) {
     prev = turn === idx + 1 ? cur : 0;
     idx = turn;
     cur = 0;
   }
-  return { state: { idx, cur: cur + cost, prev }, ttlMs: Math.ceil(idx * window + 2 * window - now) };
+  return { state: counted(state, idx, cur + cost, prev), ttlMs: Math.ceil(idx * window + 2 * window - now) };
 };

@@ -1,3 +1,4 @@
+import type { Policy } from '../policy/policy.js';
 import type { AdjustStep, AlgorithmStep, ReserveStep } from './algorithm.js';
 
 /**
@@ -15,6 +16,26 @@ function expiryOf(q: number, r: number, quantum: number): number {
   return Math.ceil((r > 0 ? q + 1 : q) / quantum) * quantum;
 }
 
+/** The state for `debt` at t (µs), written into the stored one when there is one, and how long it matters. */
+function charged(
+  state: TokenBucketState | undefined,
+  t: number,
+  debt: number,
+  p: Policy,
+  w: number,
+): { state: TokenBucketState; ttlMs: number } {
+  const { limit, burst } = p;
+  const dq = Math.floor(debt / limit);
+  const q = t + dq;
+  const r = debt - dq * limit;
+  const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
+  // The stored state is updated in place: a new object per decision would outlive a young collection in the store.
+  const next = state ?? { q, r };
+  next.q = q;
+  next.r = r;
+  return { state: next, ttlMs: Math.ceil((expiryOf(q, r, quantum) - t) / 1000) };
+}
+
 export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost, apply) => {
   const { limit, burst } = p;
   const t = Math.floor(now * 1000 + 0.5);
@@ -26,10 +47,7 @@ export const tokenBucket: AlgorithmStep<TokenBucketState> = (state, now, p, cost
   let next: { state: TokenBucketState; ttlMs: number } | undefined;
   if (ok && apply) {
     debt = debt + need;
-    const dq = Math.floor(debt / limit);
-    const r = debt - dq * limit;
-    const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
-    next = { state: { q: t + dq, r }, ttlMs: Math.ceil((expiryOf(t + dq, r, quantum) - t) / 1000) };
+    next = charged(state, t, debt, p, w);
   }
   // The shortfall, (cost - tokens) * W, refills at `limit` per µs.
   const retryAfterMs = ok ? 0 : Math.max(1, Math.ceil((need - (burst * w - debt)) / limit)) / 1000;
@@ -51,10 +69,7 @@ export const tokenBucketAdjust: AdjustStep<TokenBucketState> = (state, now, p, d
   if (debt <= 0) return state ? null : undefined;
   // As the script: at most 10000 days (864e12 µs) of wait past a full refill, however many adjustments add up.
   debt = Math.min(debt, 864e12 * limit + burst * w);
-  const dq = Math.floor(debt / limit);
-  const r = debt - dq * limit;
-  const quantum = Math.max(1, Math.floor((burst * w) / limit / 64));
-  return { state: { q: t + dq, r }, ttlMs: Math.ceil((expiryOf(t + dq, r, quantum) - t) / 1000) };
+  return charged(state, t, debt, p, w);
 };
 
 /** Mirrors token_bucket_reserve: a place in line is the cost charged now, past a full debt if need be. */
