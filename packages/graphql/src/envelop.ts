@@ -3,7 +3,7 @@
 // from a result's errors and leaves it out of the response. Envelop's types are spelt here, structurally,
 // so that the package imports nothing of @envelop/core.
 import { type DocumentNode, type ExecutionResult, GraphQLError, type GraphQLSchema } from 'graphql';
-import { type Admit, Admitted } from './budget.js';
+import { type Admission, type Admit, Admitted } from './budget.js';
 import { errorExtensions, type Refusal, retryAfter } from './extensions.js';
 
 /** The arguments envelop executes (or subscribes) with. */
@@ -46,6 +46,13 @@ function refused(refusal: Refusal): ExecutionResult {
   return refusal.cost === undefined ? { errors: [error] } : { errors: [error], extensions: { cost: refusal.cost } };
 }
 
+/** The operation to run, or undefined: a refusal is answered through `stop`, and what is not ours to judge runs as it is. */
+function admitted(admission: Admission, stop: (result: ExecutionResult) => void): Admitted | undefined {
+  if (admission === undefined || admission instanceof Admitted) return admission;
+  stop(refused(admission));
+  return undefined;
+}
+
 function release(admitted: Admitted): void {
   void admitted.decision.release?.();
 }
@@ -59,35 +66,27 @@ export function envelopPlugin<Context>(admit: Admit<Context>): EnvelopPlugin<Con
   });
   return {
     async onExecute({ args, setResultAndStopExecution }) {
-      const admitted = await admit(args.contextValue, request(args));
-      if (admitted === undefined) return undefined;
-      if (!(admitted instanceof Admitted)) {
-        setResultAndStopExecution(refused(admitted));
-        return undefined;
-      }
+      const running = admitted(await admit(args.contextValue, request(args)), setResultAndStopExecution);
+      if (running === undefined) return undefined;
       return {
         async onExecuteDone({ result, setResult }) {
           // A streamed result (@defer, @stream) keeps its charge: its length is known only when it ends.
           if (isStream(result)) {
-            await admitted.settle(undefined);
+            await running.settle(undefined);
             return;
           }
-          const cost = await admitted.settle(result);
+          const cost = await running.settle(result);
           setResult({ ...result, extensions: { ...result.extensions, cost } });
         },
       };
     },
     async onSubscribe({ args, setResultAndStopExecution }) {
-      const admitted = await admit(args.contextValue, request(args));
-      if (admitted === undefined) return undefined;
-      if (!(admitted instanceof Admitted)) {
-        setResultAndStopExecution(refused(admitted));
-        return undefined;
-      }
+      const running = admitted(await admit(args.contextValue, request(args)), setResultAndStopExecution);
+      if (running === undefined) return undefined;
       return {
         onSubscribeResult({ result }) {
-          if (isStream(result)) return { onEnd: () => release(admitted) };
-          release(admitted);
+          if (isStream(result)) return { onEnd: () => release(running) };
+          release(running);
           return undefined;
         },
       };
