@@ -2,7 +2,8 @@
 // Apollo Server standalone, Mercurius on Fastify), each contender in its own child process on 127.0.0.1
 // (NODE_ENV=production, as servers run): the bare server; costLimit on the memory store (sluice); the
 // limiter's two decisions alone, the same consume and refund in the server's hooks with no costing
-// (decisions: the plugin's share is the difference); costLimit from another checkout's build (sluice-base,
+// (decisions: the plugin's share is the difference); the same hooks doing nothing (hooks: what the server's
+// hook machinery costs any plugin that answers after execution); costLimit from another checkout's build (sluice-base,
 // with --base DIR); costLimit on Redis (sluice-redis); graphql-armor's cost limit (armor: a validation rule,
 // a cap on one query's cost, no budget). autocannon runs here, every request the same three-level query
 // with trivial resolvers, which is where a plugin's share shows most:
@@ -15,7 +16,7 @@
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
 // Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
-//   --contenders sluice,decisions,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
+//   --contenders sluice,decisions,hooks,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -27,10 +28,11 @@ import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'decisions', 'sluice-base', 'sluice-redis', 'armor'];
+const CONTENDERS = ['bare', 'sluice', 'decisions', 'hooks', 'sluice-base', 'sluice-redis', 'armor'];
 const LABELS = {
   bare: 'bare server',
   decisions: 'its two decisions alone, memory store',
+  hooks: 'the same hooks, doing nothing',
   sluice: 'costLimit, memory store',
   'sluice-base': 'costLimit, memory store, --base build',
   'sluice-redis': 'costLimit, Redis',
@@ -65,9 +67,11 @@ async function serve(server, contender, redisPort, base) {
   const armor = { maxCost: 1e6 };
   // `decisions`: what costLimit asks of the limiter and nothing else (no costing, no extensions): the
   // same consume of 31 in the server's hook before execution, and the refund of 21 after.
-  const decisions = contender === 'decisions';
-  const consume = (ctx) => limiter.consume(ctx.key, { cost: 31 });
-  const refund = (decision) => decision.adjust(-21);
+  // `hooks`: the same hooks with nothing in them, what the server's hook machinery costs.
+  const hooks = contender === 'hooks';
+  const decisions = contender === 'decisions' || hooks;
+  const consume = hooks ? async () => undefined : (ctx) => limiter.consume(ctx.key, { cost: 31 });
+  const refund = hooks ? async () => undefined : (decision) => decision.adjust(-21);
   const defs = [costDirectives, typeDefs];
   let port;
   if (server === 'yoga') {
