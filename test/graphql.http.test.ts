@@ -9,7 +9,12 @@ const BUDGET = 1000;
 const store = memoryStore();
 const rules = createRules({ store });
 const limiter = createLimiter({ policy: `${BUDGET}/1d`, store, rules }); // refills 0.0116 points a second: nothing a test sees
-const limit = costLimit<Context>({ limiter, key: (ctx) => ctx.user, maxCost: 2000 });
+/** The user `nobody` has no key: the key function throws. */
+const keyOf = (ctx: Context) => {
+  if (ctx.user === 'nobody') throw new Error('no user to charge');
+  return ctx.user;
+};
+const limit = costLimit<Context>({ limiter, key: keyOf, maxCost: 2000 });
 /** Points a second: 1000 a day. */
 const RESTORE_RATE = expect.closeTo(BUDGET / 86_400, 6);
 afterAll(async () => {
@@ -210,6 +215,16 @@ describe.each(SERVERS)('%s with costLimit', (name) => {
     expect(body.errors?.[0]?.message).toMatch(message);
     expect(body.errors?.[0]?.extensions).toEqual({ code: 'GRAPHQL_VALIDATION_FAILED' });
     expect(await spent(user)).toBe(0);
+  });
+
+  it('an operation whose key throws does not run: the server answers an unexpected error', async () => {
+    const before = ran.users;
+    const { status, body } = await post(server.url, 'nobody', '{ users(first: 3) { id } }');
+    expect(ran.users).toBe(before);
+    // An unexpected error, as each server answers one: Mercurius as an error in its hooks, 200 with data null.
+    expect(status).toBe(name === 'mercurius' ? 200 : 500);
+    expect(body.errors).toHaveLength(1);
+    expect(body.data ?? null).toBeNull();
   });
 
   it('an operation just within the depth cap is costed', async () => {
