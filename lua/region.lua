@@ -13,7 +13,8 @@
 --   u   units the static share admitted since the last ask: charged to the next grant
 --   n   the regions the home counts, for the static share
 --   l   1 once this region has held a lease of the key: a lapsed lease takes its static share unasked
---   sb, st  the static share's bucket: its tokens, and when they were counted
+--   sb, st  the static share's bucket: its tokens, and when they were counted. Empty at f whenever f is set:
+--           the home holds the share back (capacity and rate) only while it counts no grant of this region live
 -- ARGV[1] op:
 --   's' spend: ARGV[2] cost, [3] burst, [4] refill per ms, [5] '1' when the static share may be used
 --       (the home is away, or noLease 'share'), [6] a fresh epoch's name, [7] the hash's ttl floor (ms),
@@ -26,7 +27,8 @@
 --   'p' prepare an ask: ARGV[2] lease (ms), [3] the home's timeout (ms), [4] ttl floor, [5] epoch name.
 --       Per key { asked, ep, S, d, sentAt }: asked 0 when this region asked within the lease (any process).
 --   'g' deposit a grant: KEYS[1]; ARGV[2] ep, [3] the home's cumulative grant, [4] sentAt of the ask,
---       [5] lease (ms), [6] the regions the home counts, [7] ttl floor, [8] the home's timeout (ms).
+--       [5] lease (ms), [6] the regions the home counts, [7] ttl floor, [8] the home's timeout (ms), [9] what
+--       the home counts spent in the epoch.
 --       Reply 1, or 0 for another epoch.
 --   'r' give back: ARGV[2] epoch name, [3] ttl floor, [4] lease (ms). Per key { given, ep, S }: given 0
 --       when the lease is in use (a request, or an ask, within the last lease) or there is nothing to give.
@@ -131,7 +133,7 @@ elseif op == 'p' then
       -- leases from an ask the home takes within its timeout. What the static share admitted before (noLease
       -- 'share', a key's first requests) is charged to the grant.
       h.f = math.max(num(h, 'f'), now + timeout + 2 * lease)
-      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f or 0, 'd', 0)
+      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f, 'sb', 0, 'st', h.f, 'd', 0)
       keep(key, h, floor)
       reply[#reply + 1] = { 1, h.ep, num(h, 'S'), fmt(d), now }
     end
@@ -143,12 +145,13 @@ elseif op == 'g' then
   if h.ep == nil or h.ep ~= ARGV[2] then return 0 end
   local G = math.max(num(h, 'G'), tonumber(ARGV[3]))
   local x = math.max(num(h, 'x'), tonumber(ARGV[4]) + 2 * tonumber(ARGV[5]))
-  -- What the static share admitted while the ask was out is paid from the grant.
-  local S = num(h, 'S') + num(h, 'u')
+  -- What the home counts spent is spent here too (a lease the home let lapse: all of it, though this region
+  -- held it on), and what the static share admitted while the ask was out is paid from the grant.
+  local S = math.max(num(h, 'S'), tonumber(ARGV[9])) + num(h, 'u')
   h.x = x
   -- Its static share waits until this grant cannot be live at the home any more (a first lease's ask did not say).
   h.f = math.max(num(h, 'f'), tonumber(ARGV[4]) + tonumber(ARGV[8]) + 2 * tonumber(ARGV[5]))
-  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'f', h.f, 'n', ARGV[6], 'l', 1)
+  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'f', h.f, 'sb', 0, 'st', h.f, 'n', ARGV[6], 'l', 1)
   keep(key, h, tonumber(ARGV[7]))
   return 1
 elseif op == 'r' then
