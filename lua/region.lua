@@ -9,7 +9,8 @@
 --   x   when the lease lapses (server ms): the time of the ask the last grant answered, plus two leases
 --   a   when this region last asked the home (server ms)
 --   f   the static share may be used from then on: no grant the home may still count as live is left
---   d   units asked for (allowed or not) since the last ask: the region's demand
+--   d, dt  units asked for (allowed or not), decaying by e every half lease, and when they were counted: the
+--          region's demand, recent requests weighing most
 --   u   units the static share admitted since the last ask: charged to the next grant
 --   n   the regions the home counts, for the static share
 --   l   1 once this region has held a lease of the key: a lapsed lease takes its static share unasked
@@ -59,6 +60,11 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- The units asked for, decayed to now: at a steady demand, what comes in over half a lease.
+local function demand(h, lease)
+  return num(h, 'd') * math.exp((num(h, 'dt') - now) * 2 / lease)
+end
+
 if op == 's' then
   local key = KEYS[1]
   local cost, burst, rate = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -99,11 +105,11 @@ if op == 's' then
   end
   if status == 2 and num(h, 'l') > 0 then status = 4 end
   if not peek then
-    h.S, h.d = S, num(h, 'd') + cost
+    h.S, h.d = S, fmt(demand(h, lease) + cost)
     if h.sb then
-      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'u', h.u or 0, 'sb', h.sb, 'st', h.st)
+      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'dt', now, 'u', h.u or 0, 'sb', h.sb, 'st', h.st)
     else
-      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d)
+      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'dt', now)
     end
     keep(key, h, tonumber(ARGV[7]))
   end
@@ -126,14 +132,13 @@ elseif op == 'p' then
     if a > 0 and now - a < lease then
       reply[#reply + 1] = { 0, h.ep, 0, 0, now }
     else
-      local d = num(h, 'd')
-      -- Demand per lease: an ask after a quiet spell spreads what came in over it.
-      if a > 0 and now - a > lease then d = d * lease / (now - a) end
+      -- Demand per lease, the latest half lease weighing most: a region whose demand moved says so at its next ask.
+      local d = 2 * demand(h, lease)
       -- The static share stops until no grant this ask may bring can be live at the home: a grant lasts two
       -- leases from an ask the home takes within its timeout. What the static share admitted before (noLease
       -- 'share', a key's first requests) is charged to the grant.
       h.f = math.max(num(h, 'f'), now + timeout + 2 * lease)
-      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f, 'sb', 0, 'st', h.f, 'd', 0)
+      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f, 'sb', 0, 'st', h.f)
       keep(key, h, floor)
       reply[#reply + 1] = { 1, h.ep, num(h, 'S'), fmt(d), now }
     end
@@ -159,7 +164,7 @@ elseif op == 'r' then
   for i = 1, #KEYS do
     local key = KEYS[i]
     local h = read(key)
-    if h.ep == nil or num(h, 'd') > 0 or now - num(h, 'a') < tonumber(ARGV[4]) or num(h, 'G') == 0 then
+    if h.ep == nil or num(h, 'dt') >= num(h, 'a') or now - num(h, 'a') < tonumber(ARGV[4]) or num(h, 'G') == 0 then
       reply[#reply + 1] = { 0, '', 0 }
     else
       reply[#reply + 1] = { 1, h.ep, num(h, 'S') }

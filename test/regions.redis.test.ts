@@ -227,6 +227,23 @@ describe('one limit across regions (regions: leases from a home)', () => {
     expect(admitted).toBeLessThanOrEqual(30 + 0.0001 * (performance.now() - started) + 1);
   });
 
+  it('a region asks with its latest demand: requests of a lease ago weigh less than those just made', async () => {
+    const prefix = uniquePrefix();
+    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const bucket = { burst: 100, ratePerMs: 0.001 };
+    const times = { leaseMs: 1000, timeoutMs: 1000, ttlMs: 5000 };
+    const key = `${prefix}:lease`;
+    const spend = () => regionLeases.spend(key, 1, bucket, { ...times, share: false, peek: false, epoch: 'e', regions: 1 });
+    await regionLeases.prepare([key], { ...times, epoch: 'e' });
+    // 30 requests, a lease of quiet, then 2: a demand that fell, 32 units over the lease between the asks.
+    for (let i = 0; i < 30; i++) await spend();
+    await sleep(1000);
+    for (let i = 0; i < 2; i++) await spend();
+    const [ask] = await regionLeases.prepare([key], { ...times, epoch: 'e' });
+    expect(ask?.demand).toBeGreaterThanOrEqual(2);
+    expect(ask?.demand).toBeLessThan(16);
+  });
+
   it('the grant rule: in proportion to demand, never more than the bucket holds, the static share of a region without a lease held back', async () => {
     const prefix = uniquePrefix();
     const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
