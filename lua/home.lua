@@ -146,19 +146,22 @@ for i = 1, #KEYS do
       local out, n, hold = outlook(st, region)
       refill(st, burst, rate, out, hold)
       -- Demand shares among the live leases: each region's part of the tokens in play (the bucket's, and
-      -- those the other leases hold or spent since they last said), and never more than it asks for over
-      -- two leases (to start, two leases' refill, at most its static share). A region that took much lately
-      -- leaves the others theirs.
+      -- those the other leases may still hold: what they did not report spent, less what their demand took
+      -- since their grant), and never more than it asks for over two leases (to start, two leases' refill,
+      -- at most its static share). A region that took much lately leaves the others theirs.
       mine.d = demand
-      local sum = 0
+      local sum, others = 0, 0
       for _, name in ipairs(st.names) do
         local r = st.regions[name]
         if name == region or live(r) then sum = sum + r.d end
+        if name ~= region and live(r) then
+          others = others + math.max(0, r.G - r.S - r.d * (now - r.e + 2 * lease) / lease)
+        end
       end
       local alive = n * (1 - hold)
       local w = sum > 0 and demand / sum or 1 / math.max(1, alive)
       local held = math.max(0, mine.G - mine.S)
-      local fair = w * (st.t + out - held)
+      local fair = w * (st.t + others)
       local need = math.max(2 * demand, math.min(burst / n, 2 * rate * lease)) - held
       local g = math.floor(math.max(0, math.min(st.t, fair, need)))
       mine.G, mine.e, mine.id = mine.G + g, now + 2 * lease, id
