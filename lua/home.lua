@@ -16,9 +16,10 @@
 -- ARGV[1] op, [2] the region asking, [3] lease (ms), [4] the region's timeout for the home (ms),
 --   [5] count (0: the regions this key has seen), [6] the regions the asking process has heard of; then per key:
 --   'g' grant (7 each): burst, rate per ms, ep, S, demand, sentAt (the region's server ms), id.
---       Reply per key { status, G, granted, n, tokens }: status 1 granted (granted may be 0), 2 the ask was
---       answered already (its id: the same G, nothing granted again), 0 stale (taken after the region's
---       timeout, or of an epoch the home holds no lease of: nothing granted, nothing renewed).
+--       Reply per key { status, G, granted, n, tokens, S }: status 1 granted (granted may be 0), 2 the ask
+--       was answered already (its id: the same G, nothing granted again), 0 stale (taken after the region's
+--       timeout, or of an epoch the home holds no lease of: nothing granted, nothing renewed). S: what the
+--       home counts spent in the epoch, the region never fewer (a lease that lapsed here: all it was granted).
 --   'r' give back (4 each): burst, rate, ep, S. Reply per key: the tokens back in the bucket.
 --   'i' inspect (2 each): burst, rate. Reply per key { tokens, n, held back, NAME, G, S, ms left, demand, ... }
 local call = redis.call
@@ -124,9 +125,9 @@ for i = 1, #KEYS do
     local ep, S, demand, sentAt, id = ARGV[b + 3], tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), ARGV[b + 7]
     if mine ~= nil and mine.id == id then
       local _, n = outlook(st, region)
-      reply[i] = { 2, fmt(mine.G), 0, n, fmt(st.t or burst) }
+      reply[i] = { 2, fmt(mine.G), 0, n, fmt(st.t or burst), fmt(mine.S) }
     elseif now > sentAt + timeout then
-      reply[i] = { 0, 0, 0, 0, 0 }
+      reply[i] = { 0, 0, 0, 0, 0, 0 }
     else
       if mine == nil or mine.ep ~= ep then
         -- Another epoch: what the earlier one still held stays out until its lease would have lapsed.
@@ -138,32 +139,35 @@ for i = 1, #KEYS do
         mine = { ep = ep, G = 0, S = 0, e = 0, d = 0, id = '' }
         st.regions[region] = mine
       elseif not live(mine) then
-        -- A lease that lapsed: what it did not report is spent; counting starts again from what it has.
+        -- A lease that lapsed: what it did not report is spent, here and in the region (the reply's S).
         mine.S = mine.G
       end
       mine.S = math.max(mine.S, S)
       local out, n, hold = outlook(st, region)
       refill(st, burst, rate, out, hold)
       -- Demand shares among the live leases: each region's part of the tokens in play (the bucket's, and
-      -- those the other leases hold or spent since they last said), and never more than it asks for over
-      -- two leases (to start, two leases' refill, at most its static share). A region that took much lately
-      -- leaves the others theirs.
+      -- those the other leases may still hold: what they did not report spent, less what their demand took
+      -- since their grant), and never more than it asks for over two leases (to start, two leases' refill,
+      -- at most its static share). A region that took much lately leaves the others theirs.
       mine.d = demand
-      local sum = 0
+      local sum, others = 0, 0
       for _, name in ipairs(st.names) do
         local r = st.regions[name]
         if name == region or live(r) then sum = sum + r.d end
+        if name ~= region and live(r) then
+          others = others + math.max(0, r.G - r.S - r.d * (now - r.e + 2 * lease) / lease)
+        end
       end
       local alive = n * (1 - hold)
       local w = sum > 0 and demand / sum or 1 / math.max(1, alive)
       local held = math.max(0, mine.G - mine.S)
-      local fair = w * (st.t + out - held)
+      local fair = w * (st.t + others)
       local need = math.max(2 * demand, math.min(burst / n, 2 * rate * lease)) - held
       local g = math.floor(math.max(0, math.min(st.t, fair, need)))
       mine.G, mine.e, mine.id = mine.G + g, now + 2 * lease, id
       st.t = st.t - g
       save(key, st, burst, rate, region)
-      reply[i] = { 1, fmt(mine.G), g, n, fmt(st.t) }
+      reply[i] = { 1, fmt(mine.G), g, n, fmt(st.t), fmt(mine.S) }
     end
   elseif op == 'r' then
     local ep, S = ARGV[b + 3], tonumber(ARGV[b + 4])

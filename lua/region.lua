@@ -9,11 +9,13 @@
 --   x   when the lease lapses (server ms): the time of the ask the last grant answered, plus two leases
 --   a   when this region last asked the home (server ms)
 --   f   the static share may be used from then on: no grant the home may still count as live is left
---   d   units asked for (allowed or not) since the last ask: the region's demand
+--   d, dt  units asked for (allowed or not), decaying by e every half lease, and when they were counted: the
+--          region's demand, recent requests weighing most
 --   u   units the static share admitted since the last ask: charged to the next grant
 --   n   the regions the home counts, for the static share
 --   l   1 once this region has held a lease of the key: a lapsed lease takes its static share unasked
---   sb, st  the static share's bucket: its tokens, and when they were counted
+--   sb, st  the static share's bucket: its tokens, and when they were counted. Empty at f whenever f is set:
+--           the home holds the share back (capacity and rate) only while it counts no grant of this region live
 -- ARGV[1] op:
 --   's' spend: ARGV[2] cost, [3] burst, [4] refill per ms, [5] '1' when the static share may be used
 --       (the home is away, or noLease 'share'), [6] a fresh epoch's name, [7] the hash's ttl floor (ms),
@@ -26,7 +28,8 @@
 --   'p' prepare an ask: ARGV[2] lease (ms), [3] the home's timeout (ms), [4] ttl floor, [5] epoch name.
 --       Per key { asked, ep, S, d, sentAt }: asked 0 when this region asked within the lease (any process).
 --   'g' deposit a grant: KEYS[1]; ARGV[2] ep, [3] the home's cumulative grant, [4] sentAt of the ask,
---       [5] lease (ms), [6] the regions the home counts, [7] ttl floor, [8] the home's timeout (ms).
+--       [5] lease (ms), [6] the regions the home counts, [7] ttl floor, [8] the home's timeout (ms), [9] what
+--       the home counts spent in the epoch.
 --       Reply 1, or 0 for another epoch.
 --   'r' give back: ARGV[2] epoch name, [3] ttl floor, [4] lease (ms). Per key { given, ep, S }: given 0
 --       when the lease is in use (a request, or an ask, within the last lease) or there is nothing to give.
@@ -55,6 +58,11 @@ end
 
 local function fmt(x)
   return string.format('%.17g', x)
+end
+
+-- The units asked for, decayed to now: at a steady demand, what comes in over half a lease.
+local function demand(h, lease)
+  return num(h, 'd') * math.exp((num(h, 'dt') - now) * 2 / lease)
 end
 
 if op == 's' then
@@ -97,11 +105,11 @@ if op == 's' then
   end
   if status == 2 and num(h, 'l') > 0 then status = 4 end
   if not peek then
-    h.S, h.d = S, num(h, 'd') + cost
+    h.S, h.d = S, fmt(demand(h, lease) + cost)
     if h.sb then
-      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'u', h.u or 0, 'sb', h.sb, 'st', h.st)
+      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'dt', now, 'u', h.u or 0, 'sb', h.sb, 'st', h.st)
     else
-      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d)
+      call('HSET', key, 'ep', h.ep, 'S', h.S, 'd', h.d, 'dt', now)
     end
     keep(key, h, tonumber(ARGV[7]))
   end
@@ -124,14 +132,13 @@ elseif op == 'p' then
     if a > 0 and now - a < lease then
       reply[#reply + 1] = { 0, h.ep, 0, 0, now }
     else
-      local d = num(h, 'd')
-      -- Demand per lease: an ask after a quiet spell spreads what came in over it.
-      if a > 0 and now - a > lease then d = d * lease / (now - a) end
+      -- Demand per lease, the latest half lease weighing most: a region whose demand moved says so at its next ask.
+      local d = 2 * demand(h, lease)
       -- The static share stops until no grant this ask may bring can be live at the home: a grant lasts two
       -- leases from an ask the home takes within its timeout. What the static share admitted before (noLease
       -- 'share', a key's first requests) is charged to the grant.
       h.f = math.max(num(h, 'f'), now + timeout + 2 * lease)
-      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f or 0, 'd', 0)
+      call('HSET', key, 'ep', h.ep, 'a', now, 'f', h.f, 'sb', 0, 'st', h.f)
       keep(key, h, floor)
       reply[#reply + 1] = { 1, h.ep, num(h, 'S'), fmt(d), now }
     end
@@ -143,12 +150,13 @@ elseif op == 'g' then
   if h.ep == nil or h.ep ~= ARGV[2] then return 0 end
   local G = math.max(num(h, 'G'), tonumber(ARGV[3]))
   local x = math.max(num(h, 'x'), tonumber(ARGV[4]) + 2 * tonumber(ARGV[5]))
-  -- What the static share admitted while the ask was out is paid from the grant.
-  local S = num(h, 'S') + num(h, 'u')
+  -- What the home counts spent is spent here too (a lease the home let lapse: all of it, though this region
+  -- held it on), and what the static share admitted while the ask was out is paid from the grant.
+  local S = math.max(num(h, 'S'), tonumber(ARGV[9])) + num(h, 'u')
   h.x = x
   -- Its static share waits until this grant cannot be live at the home any more (a first lease's ask did not say).
   h.f = math.max(num(h, 'f'), tonumber(ARGV[4]) + tonumber(ARGV[8]) + 2 * tonumber(ARGV[5]))
-  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'f', h.f, 'n', ARGV[6], 'l', 1)
+  call('HSET', key, 'G', G, 'S', S, 'u', 0, 'x', x, 'f', h.f, 'sb', 0, 'st', h.f, 'n', ARGV[6], 'l', 1)
   keep(key, h, tonumber(ARGV[7]))
   return 1
 elseif op == 'r' then
@@ -156,7 +164,7 @@ elseif op == 'r' then
   for i = 1, #KEYS do
     local key = KEYS[i]
     local h = read(key)
-    if h.ep == nil or num(h, 'd') > 0 or now - num(h, 'a') < tonumber(ARGV[4]) or num(h, 'G') == 0 then
+    if h.ep == nil or num(h, 'dt') >= num(h, 'a') or now - num(h, 'a') < tonumber(ARGV[4]) or num(h, 'G') == 0 then
       reply[#reply + 1] = { 0, '', 0 }
     else
       reply[#reply + 1] = { 1, h.ep, num(h, 'S') }

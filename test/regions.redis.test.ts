@@ -146,13 +146,102 @@ describe('one limit across regions (regions: leases from a home)', () => {
     const view = await homeLeases.view(`${prefix}:home`, bucket, { ...times, count: 0 });
     expect(view.tokens).toBeLessThanOrEqual(100 - (first?.granted ?? 0) + 1);
     // The reply delivered twice: the region holds it once.
-    const grant = { epoch: ask.epoch, total: first?.total ?? 0, sentAt: ask.sentAt, regions: 1 };
+    const grant = { epoch: ask.epoch, total: first?.total ?? 0, spent: first?.spent ?? 0, sentAt: ask.sentAt, regions: 1 };
     expect(await regionLeases.deposit(`${prefix}:lease`, grant, times)).toBe(true);
     expect(await regionLeases.deposit(`${prefix}:lease`, grant, times)).toBe(true);
     const lease = await regionLeases.lease(`${prefix}:lease`);
     expect(Number(lease.G) - Number(lease.S)).toBe(first?.granted);
     // A grant of another epoch (the lease was given back meanwhile) is not taken at all.
     expect(await regionLeases.deposit(`${prefix}:lease`, { ...grant, epoch: 'other', total: 1000 }, times)).toBe(false);
+  });
+
+  it('a renewal the home takes after the lease lapsed there leaves the region only the new grant', async () => {
+    const prefix = uniquePrefix();
+    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
+    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    // The bucket refills in 100 ms: full again when the renewal comes.
+    const bucket = { burst: 100, ratePerMs: 1 };
+    const times = { leaseMs: 1000, timeoutMs: 10_000, ttlMs: 20_000 };
+    const o = { ...times, count: 1, known: 0 };
+    const [key, at] = [`${prefix}:lease`, `${prefix}:home`];
+    const ask = async (epoch: string) => {
+      const [a] = await regionLeases.prepare([key], { ...times, epoch });
+      if (a === undefined) throw new Error('no ask');
+      return a;
+    };
+    const first = await ask('e1');
+    const [g1] = await homeLeases.grant('r0', [{ ...first, demand: 30, key: at, bucket, id: 'ask-1' }], o);
+    if (g1 === undefined) throw new Error('no grant');
+    await regionLeases.deposit(key, { epoch: first.epoch, total: g1.total, spent: g1.spent, sentAt: first.sentAt, regions: 1 }, times);
+    // The renewal leaves while the region's lease is live (a lease after the first ask; it lapses after two) ...
+    await sleep(1100);
+    const renewal = await ask('e2');
+    expect(renewal.epoch).toBe(first.epoch);
+    // ... and the home takes it once the lease lapsed there: it counts the unspent tokens spent, and grants anew.
+    await sleep(1000);
+    const [g2] = await homeLeases.grant('r0', [{ ...renewal, demand: 30, key: at, bucket, id: 'ask-2' }], o);
+    if (g2 === undefined) throw new Error('no grant');
+    expect(g2.status).toBe('granted');
+    await regionLeases.deposit(key, { epoch: renewal.epoch, total: g2.total, spent: g2.spent, sentAt: renewal.sentAt, regions: 1 }, times);
+    const lease = await regionLeases.lease(key);
+    const holds = Number(lease.G) - Number(lease.S);
+    expect(holds).toBe(g2.granted);
+    // What the region holds and what the bucket holds: never past the capacity.
+    const view = await homeLeases.view(at, bucket, { ...times, count: 1 });
+    expect(view.tokens + holds).toBeLessThanOrEqual(100);
+  });
+
+  it('a region whose lease lapsed starts its static share empty, not full on top of what it spent from the lease', async () => {
+    const prefix = uniquePrefix();
+    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
+    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    // One region, a bucket of 30 that hardly refills (0.1 a second): 30 in all within the test.
+    const bucket = { burst: 30, ratePerMs: 0.0001 };
+    const times = { leaseMs: 200, timeoutMs: 300, ttlMs: 5000 };
+    const key = `${prefix}:lease`;
+    const started = performance.now();
+    const [ask] = await regionLeases.prepare([key], { ...times, epoch: 'e' });
+    if (ask === undefined) throw new Error('no ask');
+    const [g] = await homeLeases.grant('r0', [{ ...ask, demand: 30, key: `${prefix}:home`, bucket, id: 'ask-1' }], {
+      ...times,
+      count: 1,
+      known: 0,
+    });
+    if (g === undefined) throw new Error('no grant');
+    await regionLeases.deposit(key, { epoch: ask.epoch, total: g.total, spent: g.spent, sentAt: ask.sentAt, regions: 1 }, times);
+    const spend = () => regionLeases.spend(key, 1, bucket, { ...times, share: true, peek: false, epoch: 'e', regions: 1 });
+    let admitted = 0;
+    for (let d = await spend(); d.allowed; d = await spend()) admitted++;
+    expect(admitted).toBe(g.granted);
+    // The lease lapses, and no grant the home may count is left: the static share decides.
+    await until(
+      () => regionLeases.lease(key),
+      (l) => Number(l.now) >= Number(l.f),
+      { withinMs: 5000, what: 'the static share may be used' },
+    );
+    for (let i = 0; i < 40; i++) {
+      const d = await spend();
+      expect(d.status).toBe('share');
+      if (d.allowed) admitted++;
+    }
+    expect(admitted).toBeLessThanOrEqual(30 + 0.0001 * (performance.now() - started) + 1);
+  });
+
+  it('a region asks with its latest demand: requests of a lease ago weigh less than those just made', async () => {
+    const prefix = uniquePrefix();
+    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const bucket = { burst: 100, ratePerMs: 0.001 };
+    const times = { leaseMs: 1000, timeoutMs: 1000, ttlMs: 5000 };
+    const key = `${prefix}:lease`;
+    const spend = () => regionLeases.spend(key, 1, bucket, { ...times, share: false, peek: false, epoch: 'e', regions: 1 });
+    await regionLeases.prepare([key], { ...times, epoch: 'e' });
+    // 30 requests, a lease of quiet, then 2: a demand that fell, 32 units over the lease between the asks.
+    for (let i = 0; i < 30; i++) await spend();
+    await sleep(1000);
+    for (let i = 0; i < 2; i++) await spend();
+    const [ask] = await regionLeases.prepare([key], { ...times, epoch: 'e' });
+    expect(ask?.demand).toBeGreaterThanOrEqual(2);
+    expect(ask?.demand).toBeLessThan(16);
   });
 
   it('the grant rule: in proportion to demand, never more than the bucket holds, the static share of a region without a lease held back', async () => {

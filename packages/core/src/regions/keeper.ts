@@ -181,7 +181,13 @@ export class LeaseKeeper {
         try {
           if (g !== undefined && g.status !== 'stale') {
             if (g.regions > this.known && this.o.count === undefined) this.known = g.regions;
-            const grant = { epoch: ask.epoch, total: g.total, sentAt: ask.sentAt, regions: Math.max(g.regions, this.known) };
+            const grant = {
+              epoch: ask.epoch,
+              total: g.total,
+              spent: g.spent,
+              sentAt: ask.sentAt,
+              regions: Math.max(g.regions, this.known),
+            };
             const deposited = await within(this.region.deposit(e.regionKey, grant, this.times(e.bucket)), this.storeTimeout * 4);
             if (deposited && g.granted > 0) this.emit({ type: 'lease-granted', key: e.key, region: this.o.region, tokens: g.granted });
           }

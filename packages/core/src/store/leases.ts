@@ -60,6 +60,8 @@ export interface HomeGrant {
   regions: number;
   /** Tokens left in the global bucket. */
   tokens: number;
+  /** Tokens of the epoch the home counts spent (cumulative): all it granted once it let the lease lapse. */
+  spent: number;
 }
 
 /** The home's view of one key: its bucket and each region's lease. */
@@ -81,8 +83,15 @@ export interface LeaseStore {
   ): Promise<LeaseSpend>;
   /** Region: marks an ask of each key (undefined: one was made within the lease, by any process). */
   prepare(keys: readonly string[], o: LeaseTimes & { epoch: string }): Promise<(LeaseAsk | undefined)[]>;
-  /** Region: adds a grant to the key's lease; false when the lease is of another epoch now. */
-  deposit(key: string, grant: { epoch: string; total: number; sentAt: number; regions: number }, o: LeaseTimes): Promise<boolean>;
+  /**
+   * Region: adds a grant to the key's lease, and counts spent at least what the home does; false when the lease
+   * is of another epoch now.
+   */
+  deposit(
+    key: string,
+    grant: { epoch: string; total: number; spent: number; sentAt: number; regions: number },
+    o: LeaseTimes,
+  ): Promise<boolean>;
   /** Region: ends the leases not in use; what each spent in its epoch (undefined: kept, or nothing held). */
   giveBack(keys: readonly string[], o: LeaseTimes & { epoch: string }): Promise<({ epoch: string; spent: number } | undefined)[]>;
   /** Region: the key's lease as stored, field by field. */

@@ -73,7 +73,7 @@ export function redisLeases(client: ScriptClient): LeaseStore {
     },
     async deposit(key, grant, o) {
       const args = ['g', grant.epoch, String(grant.total), String(grant.sentAt), String(o.leaseMs), String(grant.regions)];
-      args.push(String(Math.ceil(o.ttlMs)), String(o.timeoutMs));
+      args.push(String(Math.ceil(o.ttlMs)), String(o.timeoutMs), String(grant.spent));
       return Number(await runWhenUp(client, REGION, [key], args)) === 1;
     },
     giveBack(keys, o) {
@@ -109,13 +109,14 @@ export function redisLeases(client: ScriptClient): LeaseStore {
           return runWhenUp(client, HOME, keys, args) as Promise<unknown[]>;
         },
         (r): HomeGrant => {
-          const [status, total, granted, regions, tokens] = r as unknown[];
+          const [status, total, granted, regions, tokens, spent] = r as unknown[];
           return {
             status: GRANT[Number(status)] ?? 'stale',
             total: Number(text(total)),
             granted: Number(granted),
             regions: Number(regions),
             tokens: Number(text(tokens)),
+            spent: Number(text(spent)),
           };
         },
       );
