@@ -155,7 +155,11 @@ async function startServerOn(extra, p) {
     port: p,
     url: `redis://127.0.0.1:${p}`,
     kill,
-    restart: start,
+    // A server still running is killed first: a second one on its port would exit, and PING reach the first.
+    restart: async () => {
+      await kill();
+      await start();
+    },
     pause: () => proc?.kill('SIGSTOP'),
     resume: () => proc?.kill('SIGCONT'),
     async stop() {
