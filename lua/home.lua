@@ -150,11 +150,11 @@ for i = 1, #KEYS do
       -- since their grant), and never more than it asks for over two leases (to start, two leases' refill,
       -- at most its static share). A region that took much lately leaves the others theirs.
       mine.d = demand
-      local sum, others = 0, 0
+      local sum, others = demand, 0
       for _, name in ipairs(st.names) do
         local r = st.regions[name]
-        if name == region or live(r) then sum = sum + r.d end
         if name ~= region and live(r) then
+          sum = sum + r.d
           others = others + math.max(0, r.G - r.S - r.d * (now - r.e + 2 * lease) / lease)
         end
       end

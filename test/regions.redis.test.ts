@@ -35,6 +35,8 @@ describe('one limit across regions (regions: leases from a home)', () => {
     return c;
   };
   let homeStore: Store;
+  /** The lease scripts of the server on `port`, on a client of their own. */
+  const leasesOn = (port: number) => redisStore({ client: client(port) }).leases as LeaseStore;
 
   beforeAll(async () => {
     home = await startServer();
@@ -127,8 +129,8 @@ describe('one limit across regions (regions: leases from a home)', () => {
 
   it('a late or repeated ask never grants twice, and a repeated grant adds nothing in the region', async () => {
     const prefix = uniquePrefix();
-    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
-    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const homeLeases = leasesOn(home.port);
+    const regionLeases = leasesOn((regions[0] as RedisServer).port);
     const bucket = { burst: 100, ratePerMs: 0.001 };
     const times = { leaseMs: 1000, timeoutMs: 1000, ttlMs: 5000 };
     const [ask] = await regionLeases.prepare([`${prefix}:lease`], { ...times, epoch: 'e' });
@@ -157,8 +159,8 @@ describe('one limit across regions (regions: leases from a home)', () => {
 
   it('a renewal the home takes after the lease lapsed there leaves the region only the new grant', async () => {
     const prefix = uniquePrefix();
-    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
-    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const homeLeases = leasesOn(home.port);
+    const regionLeases = leasesOn((regions[0] as RedisServer).port);
     // The bucket refills in 100 ms: full again when the renewal comes.
     const bucket = { burst: 100, ratePerMs: 1 };
     const times = { leaseMs: 1000, timeoutMs: 10_000, ttlMs: 20_000 };
@@ -193,8 +195,8 @@ describe('one limit across regions (regions: leases from a home)', () => {
 
   it('a region whose lease lapsed starts its static share empty, not full on top of what it spent from the lease', async () => {
     const prefix = uniquePrefix();
-    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
-    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const homeLeases = leasesOn(home.port);
+    const regionLeases = leasesOn((regions[0] as RedisServer).port);
     // One region, a bucket of 30 that hardly refills (0.1 a second): 30 in all within the test.
     const bucket = { burst: 30, ratePerMs: 0.0001 };
     const times = { leaseMs: 200, timeoutMs: 300, ttlMs: 5000 };
@@ -229,7 +231,7 @@ describe('one limit across regions (regions: leases from a home)', () => {
 
   it('a region asks with its latest demand: requests of a lease ago weigh less than those just made', async () => {
     const prefix = uniquePrefix();
-    const regionLeases = redisStore({ client: client((regions[0] as RedisServer).port) }).leases as LeaseStore;
+    const regionLeases = leasesOn((regions[0] as RedisServer).port);
     const bucket = { burst: 100, ratePerMs: 0.001 };
     const times = { leaseMs: 1000, timeoutMs: 1000, ttlMs: 5000 };
     const key = `${prefix}:lease`;
@@ -246,7 +248,7 @@ describe('one limit across regions (regions: leases from a home)', () => {
 
   it('the grant rule: in proportion to demand, never more than the bucket holds, the static share of a region without a lease held back', async () => {
     const prefix = uniquePrefix();
-    const homeLeases = redisStore({ client: client(home.port) }).leases as LeaseStore;
+    const homeLeases = leasesOn(home.port);
     const bucket = { burst: 90, ratePerMs: 0.00001 };
     const times = { leaseMs: 5000, timeoutMs: 5000, ttlMs: 20000 };
     const ask = (region: string, demand: number, id: string, count = 0) =>
