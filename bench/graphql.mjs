@@ -39,6 +39,8 @@ const LABELS = {
   armor: 'graphql-armor cost limit',
 };
 const KEYS = 10_000;
+/** --pin: the servers on the last CPU, autocannon and the rest on the others (taskset), so they do not take turns on one. */
+const PIN = process.env.SLUICE_PIN ? { server: process.env.SLUICE_PIN, load: '0' } : undefined;
 
 const typeDefs = /* GraphQL */ `
   type Query { viewer: User }
@@ -159,6 +161,8 @@ async function serve(server, contender, redisPort, base) {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
     if (message === 'exit') process.exit(0); // a --cpu-prof child writes its profile on exit
   });
+  // A parent that failed or was stopped leaves no server behind.
+  process.once('disconnect', () => process.exit(0));
   process.send({ port });
 }
 
@@ -169,6 +173,7 @@ function start(server, contender, redisPort, profileDir, base) {
       execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    if (PIN) execFileSync('taskset', ['-p', '-c', PIN.server, String(child.pid)], { stdio: 'ignore' });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('exit', (code, signal) => reject(new Error(`${server} ${contender} exited (${signal ?? code}) before listening`)));
     child.once('message', ({ port }) => {

@@ -16,9 +16,11 @@ import { ask, type ReportError, type StoreCall } from './store-call.js';
 export type Adjust = ((key: string, delta: number, options?: { policy?: PolicyInput | PolicyInput[] }) => Promise<Decision>) & {
   /**
    * A consume's Decision.adjust: the same key, shard and policies it was charged under, in the store
-   * (source 'store') or in the local fallback (source 'fallback').
+   * (source 'store') or in the local fallback (source 'fallback'). `keys`: the consume's own store keys,
+   * reused when the adjustment moves all of them (no concurrent policy, no id): a key built again is a new
+   * string that the store hashes again.
    */
-  of(attempt: Attempt, shard: number, source: 'store' | 'fallback'): (delta: number) => Promise<Decision>;
+  of(attempt: Attempt, shard: number, source: 'store' | 'fallback', keys?: readonly string[]): (delta: number) => Promise<Decision>;
 };
 
 export function createAdjust(o: {
@@ -50,11 +52,19 @@ export function createAdjust(o: {
    * Moves the counters of `tag` (a key's, or one shard's) under the rate policies `ps` of `set` by `delta`;
    * when the store cannot answer, the fail mode moves the fallback's. Throws on a bad delta.
    */
-  function move(key: string, baseTag: string, tag: string, ps: readonly Policy[], set: PolicySet, delta: number): Promise<Decision> {
+  function move(
+    key: string,
+    baseTag: string,
+    tag: string,
+    ps: readonly Policy[],
+    set: PolicySet,
+    delta: number,
+    keys: readonly string[] | undefined,
+  ): Promise<Decision> {
     checkDelta(delta, ps);
     // A refund may turn the store's denial into a pass: the deny cache must not outlive it.
     if (delta < 0) forgetDenials(baseTag);
-    const request: StoreRequest = { keys: keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
+    const request: StoreRequest = { keys: keys?.length === ps.length ? keys : keysOf(tag, ps), policies: ps, cost: 1, peek: false, delta };
     const answer = (reply: StoreReply) => toDecision(ps, reply, 'store');
     return ask(storeCall, reportError, key, request, clock(), answer, () => failMode.adjust(baseTag, ps, set, delta));
   }
@@ -66,7 +76,7 @@ export function createAdjust(o: {
     }
     const set = setOf(given?.policy);
     const tag = keyTag(key);
-    return move(key, tag, tag, ratesOf(set.policies), set, delta);
+    return move(key, tag, tag, ratesOf(set.policies), set, delta, undefined);
   }
 
   const limiterAdjust = (key: string, delta: number, given?: { policy?: PolicyInput | PolicyInput[] }): Promise<Decision> => {
@@ -77,7 +87,7 @@ export function createAdjust(o: {
     }
   };
   return Object.assign(limiterAdjust, {
-    of(attempt: Attempt, shard: number, source: 'store' | 'fallback') {
+    of(attempt: Attempt, shard: number, source: 'store' | 'fallback', keys?: readonly string[]) {
       return (delta: number): Promise<Decision> => {
         const { set } = attempt;
         try {
@@ -86,7 +96,8 @@ export function createAdjust(o: {
             return failMode.adjust(attempt.tag, ratesOf(set.policies), set, delta);
           }
           const tag = shardTag(attempt.tag, shard, set.shards.count);
-          return move(attempt.key, attempt.tag, tag, ratesOf(set.shards.policies[shard] as readonly Policy[]), set, delta);
+          // The consume's keys are one per policy, then its id's: as many as the rate policies only when all are.
+          return move(attempt.key, attempt.tag, tag, ratesOf(set.shards.policies[shard] as readonly Policy[]), set, delta, keys);
         } catch (error) {
           return Promise.reject(error);
         }

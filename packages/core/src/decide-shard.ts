@@ -21,7 +21,7 @@ export interface ShardStages {
   /** Shadow mode and the denied event, for a decision that goes to the caller as it is (finish.ts). */
   finish(key: string, decision: Decision): Decision;
   /** An allowed consume's own adjustment (adjust.ts). */
-  adjustOf(attempt: Attempt, shard: number): Decision['adjust'];
+  adjustOf(attempt: Attempt, shard: number, keys: readonly string[]): Decision['adjust'];
   /** The fail mode's decision (fail-mode.ts). */
   withoutStore(attempt: Attempt): Promise<Decision>;
 }
@@ -81,7 +81,7 @@ class StoreAsk implements StoreRequest, StoreListener {
     const { attempt, shard, stages: s } = this;
     const { shards, policies } = attempt.set;
     const decision = s.hold(toDecision(policies, reply, 'store', shards.scales[shard]), attempt, this.keys);
-    if (reply.allowed && !attempt.peek) decision.adjust = s.adjustOf(attempt, shard);
+    if (reply.allowed && !attempt.peek) decision.adjust = s.adjustOf(attempt, shard, this.keys);
     // The store's retry to the µs, not the Decision's whole ms: at high rates that is all of it.
     if (s.denyCache && !reply.allowed && !attempt.peek) s.denyCache.set(this.denied, attempt.cost, decision, this.now, replyRetryMs(reply));
     return attempt.final ? s.finish(attempt.key, decision) : decision;

@@ -166,8 +166,8 @@ class Pipeline implements ShardStages, TierStages {
     return finish(this, key, decision);
   }
 
-  adjustOf(attempt: Attempt, shard: number): Decision['adjust'] {
-    return this.adjust.of(attempt, shard, 'store');
+  adjustOf(attempt: Attempt, shard: number, keys: readonly string[]): Decision['adjust'] {
+    return this.adjust.of(attempt, shard, 'store', keys);
   }
 
   /** The fail mode's decision; a fallback's that charged can adjust itself there. */
