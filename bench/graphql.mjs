@@ -16,10 +16,11 @@
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
 // Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
-//   --contenders sluice,decisions,hooks,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR]
+//   --contenders sluice,decisions,hooks,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR --pin yes]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { arg } from './args.mjs';
@@ -39,8 +40,11 @@ const LABELS = {
   armor: 'graphql-armor cost limit',
 };
 const KEYS = 10_000;
-/** --pin: the servers on the last CPU, autocannon and the rest on the others (taskset), so they do not take turns on one. */
-const PIN = process.env.SLUICE_PIN ? { server: process.env.SLUICE_PIN, load: '0' } : undefined;
+/**
+ * --pin yes: autocannon (this process) on the first CPU and the servers on the last (taskset), so that the
+ * load and the server it measures do not take turns on one CPU.
+ */
+const PIN = arg('pin') === 'yes' ? { load: '0', server: String(availableParallelism() - 1) } : undefined;
 
 const typeDefs = /* GraphQL */ `
   type Query { viewer: User }
@@ -173,7 +177,7 @@ function start(server, contender, redisPort, profileDir, base) {
       execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    if (PIN) execFileSync('taskset', ['-p', '-c', PIN.server, String(child.pid)], { stdio: 'ignore' });
+    if (PIN) execFileSync('taskset', ['-a', '-p', '-c', PIN.server, String(child.pid)], { stdio: 'ignore' });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('exit', (code, signal) => reject(new Error(`${server} ${contender} exited (${signal ?? code}) before listening`)));
     child.once('message', ({ port }) => {
@@ -251,6 +255,7 @@ async function main() {
     const s = stats(xs);
     return `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
   };
+  if (PIN) execFileSync('taskset', ['-a', '-p', '-c', PIN.load, String(process.pid)], { stdio: 'ignore' });
   const rows = [];
   const redis = await startRedis();
   for (const server of servers) {
@@ -304,7 +309,7 @@ async function main() {
     }
   }
   await redis.stop();
-  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${arg('base') ? ` --base ${arg('base')}` : ''}${profileDir ? ` --cpu-prof ${profileDir}` : ''}`;
+  const command = `node bench/graphql.mjs --seconds ${seconds} --rounds ${rounds} --warmup ${warmup} --connections ${connections} --servers ${servers.join(',')} --contenders ${contenders.join(',')}${arg('base') ? ` --base ${arg('base')}` : ''}${profileDir ? ` --cpu-prof ${profileDir}` : ''}${PIN ? ' --pin yes' : ''}`;
   console.log(`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit()}: \`${command}\`\n`);
   console.log('| server | contender | req/s | ratio to the bare server | server CPU µs per request | µs added | bare CPU / its CPU |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
