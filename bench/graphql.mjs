@@ -237,7 +237,9 @@ async function main() {
   const warmup = Number(arg('warmup', 1));
   const connections = Number(arg('connections', 32));
   const servers = arg('servers', 'yoga,apollo,mercurius').split(',');
-  // A checkout whose build runs as the contender sluice-base (its packages built: pnpm build there).
+  // A checkout whose build runs as the contender sluice-base (its packages built: pnpm build there). Its
+  // node_modules must reach this checkout's graphql (graphql refuses a schema built by another copy of it):
+  // link DIR/node_modules/.pnpm/graphql@*/node_modules/graphql to this one's.
   const base = resolvePath(arg('base', '.'));
   // The bare server is every ratio's base: always there.
   const all = CONTENDERS.filter((c) => c !== 'sluice-base' || arg('base') !== undefined);
