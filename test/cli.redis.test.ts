@@ -51,9 +51,11 @@ describe('sluice (the built command)', () => {
     await server.stop();
   });
 
+  // Hour-long windows in these tests: a node start takes seconds on a busy machine, and a minute-long one
+  // would refill between a charge and the inspect that counts it.
   it('inspects a limiter key with several policies (a peek: twice the same), and resets it', async () => {
     const prefix = uniquePrefix();
-    const policies = ['3/1m', '{"limit":100,"window":"1h","algorithm":"sliding-window"}'];
+    const policies = ['3/1h', '{"limit":100,"window":"1h","algorithm":"sliding-window"}'];
     const limiter = createLimiter({
       prefix,
       policy: policies.map((p) => (p.startsWith('{') ? JSON.parse(p) : p)),
@@ -63,9 +65,9 @@ describe('sluice (the built command)', () => {
     await limiter.consume('user:42', { cost: 1 });
     const args = ['user:42', '--redis', server.url, '--prefix', prefix, ...policies.flatMap((p) => ['--policy', p])];
     const first = await inspect(args);
-    expect(first).toMatchObject({ allowed: true, limit: 3, remaining: 1, policy: '3-per-60s', source: 'store' });
+    expect(first).toMatchObject({ allowed: true, limit: 3, remaining: 1, policy: '3-per-3600s', source: 'store' });
     expect(first.policies.map((p) => [p.name, p.remaining])).toEqual([
-      ['3-per-60s', 1],
+      ['3-per-3600s', 1],
       ['100-per-3600s', 98],
     ]);
     expect((await inspect(args)).remaining).toBe(1);
@@ -79,10 +81,10 @@ describe('sluice (the built command)', () => {
 
   it('with --shards, inspects and resets every shard of a split key', async () => {
     const prefix = uniquePrefix();
-    const limiter = createLimiter({ prefix, policy: '40/1m', shards: 4, store: redisStore({ client }) });
+    const limiter = createLimiter({ prefix, policy: '40/1h', shards: 4, store: redisStore({ client }) });
     for (let i = 0; i < 24; i++) await limiter.consume('hot');
     expect((await client.keys(`${prefix}:*`)).length).toBeGreaterThan(1);
-    const args = ['hot', '--redis', server.url, '--prefix', prefix, '--policy', '40/1m'];
+    const args = ['hot', '--redis', server.url, '--prefix', prefix, '--policy', '40/1h'];
     // Without --shards it reads another counter, one nobody wrote.
     expect((await inspect(args)).remaining).toBe(40);
     expect((await inspect([...args, '--shards', '4'])).remaining).toBeLessThan(40);
@@ -99,10 +101,10 @@ describe('sluice (the built command)', () => {
       const [appPrefix, routePrefix] = [uniquePrefix(), uniquePrefix()];
       const store = redisStore({ client });
       const app = await harness.start({
-        app: { policy: '10/1m', store, prefix: appPrefix },
+        app: { policy: '10/1h', store, prefix: appPrefix },
         routes: [
           { method: 'GET', path: '/items' },
-          { method: 'POST', path: '/login', options: { policy: '3/1m', store, prefix: routePrefix } },
+          { method: 'POST', path: '/login', options: { policy: '3/1h', store, prefix: routePrefix } },
         ],
       });
       try {
@@ -111,16 +113,16 @@ describe('sluice (the built command)', () => {
         expect([await send('POST', '/login'), await send('POST', '/login')]).toEqual([200, 200]);
 
         const common = ['127.0.0.1', '--ip', '--redis', server.url];
-        const atApp = await inspect([...common, '--prefix', appPrefix, '--policy', '10/1m', '--scope', appScope[harness.name]]);
+        const atApp = await inspect([...common, '--prefix', appPrefix, '--policy', '10/1h', '--scope', appScope[harness.name]]);
         expect(atApp).toMatchObject({ source: 'store', remaining: 10 - appCount[harness.name] });
-        const route = [...common, '--prefix', routePrefix, '--policy', '3/1m', '--scope', 'POST /login'];
+        const route = [...common, '--prefix', routePrefix, '--policy', '3/1h', '--scope', 'POST /login'];
         expect(await inspect(route)).toMatchObject({ source: 'store', allowed: true, remaining: 1 });
         // Another client, or another scope, is another counter: untouched.
         expect(
-          (await inspect(['203.0.113.9', ...common.slice(1), '--prefix', routePrefix, '--policy', '3/1m', '--scope', 'POST /login']))
+          (await inspect(['203.0.113.9', ...common.slice(1), '--prefix', routePrefix, '--policy', '3/1h', '--scope', 'POST /login']))
             .remaining,
         ).toBe(3);
-        expect((await inspect([...common, '--prefix', routePrefix, '--policy', '3/1m', '--scope', 'POST /logout'])).remaining).toBe(3);
+        expect((await inspect([...common, '--prefix', routePrefix, '--policy', '3/1h', '--scope', 'POST /logout'])).remaining).toBe(3);
 
         expect(await send('POST', '/login')).toBe(200);
         expect((await inspect(route)).remaining).toBe(0);
@@ -137,9 +139,9 @@ describe('sluice (the built command)', () => {
   // A mistyped scope must not read as a full bucket: inspect says that no counter was found.
   it('inspect says when no counter exists for the key, scope, prefix and policies given', async () => {
     const prefix = uniquePrefix();
-    const limiter = createLimiter({ prefix, policy: ['3/1m', '1000/day'], store: redisStore({ client }) });
+    const limiter = createLimiter({ prefix, policy: ['3/1h', '1000/day'], store: redisStore({ client }) });
     await limiter.consume('203.0.113.7', { scope: 'POST /login' });
-    const args = ['203.0.113.7', '--redis', server.url, '--prefix', prefix, '--policy', '3/1m', '--policy', '1000/day'];
+    const args = ['203.0.113.7', '--redis', server.url, '--prefix', prefix, '--policy', '3/1h', '--policy', '1000/day'];
     const found = await sluice(['inspect', ...args, '--scope', 'POST /login']);
     expect(found).toMatchObject({ status: 0, stderr: '' });
     expect(JSON.parse(found.stdout)).toMatchObject({ source: 'store', remaining: 2 });
