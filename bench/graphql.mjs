@@ -3,7 +3,9 @@
 // (NODE_ENV=production, as servers run): the bare server; costLimit on the memory store (sluice); the
 // limiter's two decisions alone, the same consume and refund in the server's hooks with no costing
 // (decisions: the plugin's share is the difference); the same hooks doing nothing (hooks: what the server's
-// hook machinery costs any plugin that answers after execution); costLimit from another checkout's build (sluice-base,
+// hook machinery costs any plugin that answers after execution); the same hooks waiting for the next turn of
+// the event loop (turn: what a plugin that waits, on Redis or on the memory store's batch, gains by that alone:
+// the server runs each stage for several requests in a row); costLimit from another checkout's build (sluice-base,
 // with --base DIR); costLimit on Redis (sluice-redis); graphql-armor's cost limit (armor: a validation rule,
 // a cap on one query's cost, no budget). autocannon runs here, every request the same three-level query
 // with trivial resolvers, which is where a plugin's share shows most:
@@ -16,7 +18,7 @@
 // bare server of the same round. On a shared machine the CPU per request is the steadier of the two: a
 // plugin's share of a server's CPU is the share of throughput it costs a saturated server.
 // Usage: node bench/graphql.mjs [--seconds 2 --rounds 5 --warmup 1 --connections 32 --servers yoga,apollo,mercurius
-//   --contenders sluice,decisions,hooks,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR --pin yes]
+//   --contenders sluice,decisions,hooks,turn,sluice-base,sluice-redis,armor --base DIR --cpu-prof DIR --pin yes]
 import { execFileSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -29,11 +31,12 @@ import { stats } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const QUERY = '{ viewer { login repositories(first: 5) { name issues(first: 5) { title } } } }';
-const CONTENDERS = ['bare', 'sluice', 'decisions', 'hooks', 'sluice-base', 'sluice-redis', 'armor'];
+const CONTENDERS = ['bare', 'sluice', 'decisions', 'hooks', 'turn', 'sluice-base', 'sluice-redis', 'armor'];
 const LABELS = {
   bare: 'bare server',
   decisions: 'its two decisions alone, memory store',
   hooks: 'the same hooks, doing nothing',
+  turn: 'the same hooks, waiting for the next turn',
   sluice: 'costLimit, memory store',
   'sluice-base': 'costLimit, memory store, --base build',
   'sluice-redis': 'costLimit, Redis',
@@ -73,10 +76,16 @@ async function serve(server, contender, redisPort, base) {
   const armor = { maxCost: 1e6 };
   // `decisions`: what costLimit asks of the limiter and nothing else (no costing, no extensions): the
   // same consume of 31 in the server's hook before execution, and the refund of 21 after.
-  // `hooks`: the same hooks with nothing in them, what the server's hook machinery costs.
-  const hooks = contender === 'hooks';
+  // `hooks`: the same hooks with nothing in them, what the server's hook machinery costs; `turn`: the same
+  // hooks, the first waiting for the next turn of the event loop.
+  const hooks = contender === 'hooks' || contender === 'turn';
   const decisions = contender === 'decisions' || hooks;
-  const consume = hooks ? async () => undefined : (ctx) => limiter.consume(ctx.key, { cost: 31 });
+  const consume =
+    contender === 'turn'
+      ? () => new Promise((resolve) => setImmediate(resolve))
+      : hooks
+        ? async () => undefined
+        : (ctx) => limiter.consume(ctx.key, { cost: 31 });
   const refund = hooks ? async () => undefined : (decision) => decision.adjust(-21);
   const defs = [costDirectives, typeDefs];
   let port;

@@ -32,11 +32,11 @@ interface Asked {
 /**
  * The embedded store: counters in this process, bounded by `maxKeys` (the least recently used go first) and by expiry, so a flood
  * of unique keys cannot grow it without limit. Same semantics as the Redis scripts.
- * Its decisions are made as the Redis store sends them, in a batch on the next turn of the event loop: a
- * server with many requests in hand takes each of them to its decision, then makes the decisions in a row,
- * and runs on, where a decision made on the spot would run between the other stages of each request, with
- * their code and data gone cold (bench/graphql.mjs). Each is made in the order and at the time it was asked,
- * and a reset waits for the decisions asked before it.
+ * The decisions asked in one turn of the event loop are made together on the next, as the Redis store sends
+ * them: a server with many requests in hand then runs each stage for all of them in a row, its code still
+ * hot, where a decision made on the spot runs between the stages of each request, theirs and its own gone
+ * cold (bench/graphql.mjs). Each is made at the time and in the order it was asked; a reset, size and close
+ * make the decisions asked before them first.
  * @example createLimiter({ policy: '100/1m', store: memoryStore({ maxKeys: 50_000 }) })
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
