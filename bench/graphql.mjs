@@ -44,8 +44,8 @@ const LABELS = {
 };
 const KEYS = 10_000;
 /**
- * --pin yes: autocannon (this process) on the first CPU and the servers on the last (taskset), so that the
- * load and the server it measures do not take turns on one CPU.
+ * --pin yes: autocannon (this process) and redis-server on the first CPU and the servers on the last
+ * (taskset), so that neither the load nor Redis takes turns on one CPU with the server it measures.
  */
 const PIN = arg('pin') === 'yes' ? { load: '0', server: String(availableParallelism() - 1) } : undefined;
 
@@ -269,6 +269,10 @@ async function main() {
   if (PIN) execFileSync('taskset', ['-a', '-p', '-c', PIN.load, String(process.pid)], { stdio: 'ignore' });
   const rows = [];
   const redis = await startRedis();
+  if (PIN) {
+    const pid = /process_id:(\d+)/.exec(await redis.client.info('server'))[1];
+    execFileSync('taskset', ['-a', '-p', '-c', PIN.load, pid], { stdio: 'ignore' });
+  }
   for (const server of servers) {
     const running = {};
     for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir, base);
