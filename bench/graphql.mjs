@@ -48,6 +48,8 @@ const KEYS = 10_000;
  * (taskset), so that neither the load nor Redis takes turns on one CPU with the server it measures.
  */
 const PIN = arg('pin') === 'yes' ? { load: '0', server: String(availableParallelism() - 1) } : undefined;
+/** Pins a process, all its threads, to `cpu`. */
+const pin = (cpu, pid) => execFileSync('taskset', ['-a', '-p', '-c', cpu, String(pid)], { stdio: 'ignore' });
 
 const typeDefs = /* GraphQL */ `
   type Query { viewer: User }
@@ -186,7 +188,7 @@ function start(server, contender, redisPort, profileDir, base) {
       execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${server}-${contender}.cpuprofile`] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    if (PIN) execFileSync('taskset', ['-a', '-p', '-c', PIN.server, String(child.pid)], { stdio: 'ignore' });
+    if (PIN) pin(PIN.server, child.pid);
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('exit', (code, signal) => reject(new Error(`${server} ${contender} exited (${signal ?? code}) before listening`)));
     child.once('message', ({ port }) => {
@@ -266,13 +268,10 @@ async function main() {
     const s = stats(xs);
     return `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
   };
-  if (PIN) execFileSync('taskset', ['-a', '-p', '-c', PIN.load, String(process.pid)], { stdio: 'ignore' });
+  if (PIN) pin(PIN.load, process.pid);
   const rows = [];
   const redis = await startRedis();
-  if (PIN) {
-    const pid = /process_id:(\d+)/.exec(await redis.client.info('server'))[1];
-    execFileSync('taskset', ['-a', '-p', '-c', PIN.load, pid], { stdio: 'ignore' });
-  }
+  if (PIN) pin(PIN.load, /process_id:(\d+)/.exec(await redis.client.info('server'))[1]);
   for (const server of servers) {
     const running = {};
     for (const contender of contenders) running[contender] = await start(server, contender, redis.port, profileDir, base);
